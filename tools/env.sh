@@ -1,0 +1,9 @@
+# Source this (bash) after tools/bootstrap.sh: the venv, the install space and local-only DDS.
+_sysid_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$_sysid_root/.venv/bin/activate"
+# shellcheck disable=SC1091
+source "$_sysid_root/install/local_setup.bash"
+export PYTHONPATH="$_sysid_root${PYTHONPATH:+:$PYTHONPATH}"
+export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
+unset _sysid_root
