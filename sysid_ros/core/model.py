@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 
 from .errors import ModelError
+from .motors import DAMIAO_MOTORS, MotorModel
 from .spatial import inertia_mat_to_vec, inertia_vec_to_mat, mat_to_quat, quat_to_mat
 
 log = logging.getLogger(__name__)
@@ -282,6 +283,46 @@ class RobotModel:
             if j.range is not None:
                 lo[j.dof_adr], hi[j.dof_adr] = j.range
         return lo, hi
+
+    @property
+    def motors(self) -> dict[str, MotorModel]:
+        """Motor model per joint name, from MJCF custom text ``motor:<joint>`` (may be empty)."""
+        out = {}
+        for t in range(self.mj.ntext):
+            name = mujoco.mj_id2name(self.mj, mujoco.mjtObj.mjOBJ_TEXT, t) or ""
+            if not name.startswith("motor:"):
+                continue
+            joint = name.split(":", 1)[1]
+            adr, size = self.mj.text_adr[t], self.mj.text_size[t]
+            model_name = bytes(self.mj.text_data[adr:adr + size - 1]).decode()
+            if joint not in {j.name for j in self.joints}:
+                raise ModelError(f"custom text {name!r} names no joint of the model")
+            if model_name not in DAMIAO_MOTORS:
+                raise ModelError(f"{name!r}: unknown motor {model_name!r}; known: {sorted(DAMIAO_MOTORS)}")
+            out[joint] = DAMIAO_MOTORS[model_name]
+        return out
+
+    def torque_limits(self) -> np.ndarray:
+        """Torque/force limit magnitude per dof ``(nv,)``: the joint's ``actuatorfrcrange`` if
+        set, else its motor's TMAX, else ``inf``."""
+        out = np.full(self.nv, np.inf)
+        motors = self.motors
+        for ji, j in enumerate(self.joints):
+            if j.type not in ("hinge", "slide"):
+                continue
+            if self.mj.jnt_actfrclimited[ji]:
+                out[j.dof_adr] = float(np.min(np.abs(self.mj.jnt_actfrcrange[ji])))
+            elif j.name in motors:
+                out[j.dof_adr] = motors[j.name].tmax
+        return out
+
+    def velocity_limits(self) -> np.ndarray:
+        """Velocity limit magnitude per dof ``(nv,)`` from the motors' VMAX, else ``inf``."""
+        out = np.full(self.nv, np.inf)
+        for j in self.joints:
+            if j.name in self.motors:
+                out[j.dof_adr] = self.motors[j.name].vmax
+        return out
 
     def as_dict(self, theta: np.ndarray) -> dict[str, float]:
         """``{name: value}`` for a parameter vector."""
