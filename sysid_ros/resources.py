@@ -24,7 +24,7 @@ def share_dirs() -> list[Path]:
 
         try:
             dirs.append(Path(get_package_share_directory("sysid_ros")))
-        except PackageNotFoundError:
+        except (PackageNotFoundError, OSError):  # OSError: AMENT_PREFIX_PATH unset
             pass
     except ImportError:
         pass

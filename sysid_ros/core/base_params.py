@@ -122,7 +122,7 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
     matrix = np.zeros((rank, p))
     matrix[np.arange(rank), ind] = 1.0
     matrix[:, dep] = k
-    names = tuple(_expression(model.param_names, i, dep, k_row) for i, k_row in zip(ind, k))
+    names = tuple(_expression(model.param_names, i, dep, k_row) for i, k_row in zip(ind, k, strict=True))
     wb = w[:, ind] / scale[ind]
     cond = float(np.linalg.cond(wb))
     return BaseParameters(model.param_names, ind, dep, k, matrix, names, cond)
@@ -130,7 +130,7 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
 
 def _expression(names: tuple[str, ...], i: int, dep: np.ndarray, k_row: np.ndarray) -> str:
     terms = [names[i]]
-    for j, c in zip(dep, k_row):
+    for j, c in zip(dep, k_row, strict=True):
         if c == 0.0:
             continue
         if np.isclose(c, 1.0, rtol=0, atol=1e-12):

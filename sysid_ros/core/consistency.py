@@ -121,14 +121,15 @@ class ConsistencyReport:
         }
 
 
-def check_consistency(model: RobotModel, theta: np.ndarray, *, tol: float = 0.0) -> ConsistencyReport:
+def check_consistency(model: RobotModel, theta: np.ndarray, *,
+                      tol: float = 0.0) -> ConsistencyReport:
     """Check ``J(φ_b) ≻ tol`` per body and Fc, Fv, Ia ≥ 0 per joint (Fo may have any sign)."""
     theta = model.check_theta(theta)
     bodies = []
     for b in model.param_bodies:
         lam = float(np.linalg.eigvalsh(pseudo_inertia(theta[model.body_slice(b)]))[0])
         bodies.append(BodyConsistency(model.body_name(b), lam, lam > tol))
-    negative = tuple(
-        name for name, value in zip(model.param_names[model.n_body_params:], theta[model.n_body_params:])
-        if not name.endswith(".Fo") and value < 0)
+    joint_names = model.param_names[model.n_body_params:]
+    negative = tuple(name for name, value in zip(joint_names, theta[model.n_body_params:], strict=True)
+                     if not name.endswith(".Fo") and value < 0)
     return ConsistencyReport(tuple(bodies), negative)

@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,7 +328,7 @@ class RobotModel:
     def as_dict(self, theta: np.ndarray) -> dict[str, float]:
         """``{name: value}`` for a parameter vector."""
         theta = self.check_theta(theta)
-        return {n: float(v) for n, v in zip(self.param_names, theta)}
+        return {n: float(v) for n, v in zip(self.param_names, theta, strict=True)}
 
     def from_dict(self, values: Mapping[str, float], *, base: np.ndarray | None = None) -> np.ndarray:
         """Parameter vector from ``{name: value}``; names not given keep ``base`` (default nominal)."""
@@ -397,25 +398,52 @@ class RobotModel:
             spec = mujoco.MjSpec.from_string(self._xml)
         else:
             raise ModelError("this model was built from a compiled MjModel; no MJCF to update")
+        inertials = {}
         for k, b in enumerate(self.param_bodies):
-            body = spec.body(self.body_name(b))
-            mass, com, inertia, quat = _principal_inertial(theta[10 * k:10 * k + 10], self.body_name(b))
+            name = self.body_name(b)
+            mass, com, inertia, quat = _principal_inertial(theta[10 * k:10 * k + 10], name)
+            inertials[name] = {"mass": [mass], "pos": com, "quat": quat, "diaginertia": inertia}
+            body = spec.body(name)
             body.explicitinertial = True
             body.mass, body.ipos, body.iquat, body.inertia = mass, com, quat, inertia
             body.fullinertia = [math.nan] * 6
         attr = {"Fc": "frictionloss", "Fv": "damping", "Ia": "armature"}
+        joint_values: dict[str, dict[str, float]] = {}
         for (term, dof), value in self._joint_term_values(theta).items():
             joint = self.joints[int(self.mj.dof_jntid[dof])]
             if term in attr:
-                setattr(spec.joint(joint.name), attr[term], max(value, 0.0))
+                joint_values.setdefault(joint.name, {})[attr[term]] = max(value, 0.0)
+                _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
             elif abs(value) > 0:
                 log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
         try:
             spec.compile()
-            xml = spec.to_xml()
+            xml = _full_precision(spec.to_xml(), inertials, joint_values)
+            mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
         return _write_atomic(Path(path), xml)
+
+
+def _full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
+                    joints: dict[str, dict[str, float]]) -> str:
+    """MuJoCo's XML writer keeps 6 significant digits; rewrite identified values at full precision."""
+    root = ET.fromstring(xml)
+    for body in root.iter("body"):
+        values = inertials.get(body.get("name", ""))
+        if values is None:
+            continue
+        inertial = body.find("inertial")
+        if inertial is None:
+            inertial = ET.SubElement(body, "inertial")
+        inertial.attrib.pop("fullinertia", None)
+        for key, v in values.items():
+            inertial.set(key, " ".join(repr(float(x)) for x in np.ravel(v)))
+    for joint in root.iter("joint"):
+        for key, v in joints.get(joint.get("name", ""), {}).items():
+            joint.set(key, repr(float(v)))
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
@@ -432,6 +460,19 @@ def _principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, 
         raise ModelError(f"body {body!r}: principal moments {moments} are not physically "
                          f"consistent (positive, triangle inequality)")
     return mass, com, moments, mat_to_quat(axes)
+
+
+def _set_scalar(obj, attr: str, value: float) -> None:
+    """Set a joint attribute that is a float in older MuJoCo and an array in newer (damping is
+    ``[linear, ...]`` since MuJoCo 3.3): the first entry carries the linear coefficient."""
+    current = getattr(obj, attr)
+    if np.ndim(current):
+        arr = np.array(current, dtype=float)
+        arr[...] = 0.0
+        arr.flat[0] = value
+        setattr(obj, attr, arr)
+    else:
+        setattr(obj, attr, value)
 
 
 def _write_atomic(path: Path, text: str) -> Path:

@@ -63,9 +63,11 @@ class PipelineReport:
             "model": self.model_source,
             "identification": self.result.as_dict(),
             "truth_comparison": {
-                name: {"true": float(t), "estimated": float(e), "relative_error_percent":
-                       None if np.isnan(r) else float(r), "absolute_error": float(a)}
-                for name, t, e, r, a in zip(self.base.names, self.beta_true, self.result.beta, rel, err)
+                name: {"true": float(t), "estimated": float(e),
+                       "relative_error_percent": None if np.isnan(r) else float(r),
+                       "absolute_error": float(a)}
+                for name, t, e, r, a in zip(self.base.names, self.beta_true, self.result.beta, rel, err,
+                                            strict=True)
             },
             "max_relative_error_percent": self.max_relative_error,
             "validation": {"torque_rmse": self.validation_rmse.tolist(),
@@ -76,18 +78,18 @@ class PipelineReport:
 
     def table(self, *, width: int = 60) -> str:
         """Human-readable summary: true vs estimated base parameters and validation errors."""
-        rel, err = self.base_errors()
+        rel, _err = self.base_errors()
         lines = [f"model: {self.model_source}",
                  f"base parameters: {self.base.rank} of {len(self.base.param_names)} standard "
                  f"(regressor condition number {self.result.diagnostics.condition_number:.3g})",
                  f"{'base parameter':<{width}} {'true':>12} {'estimated':>12} {'rel.err %':>10}"]
-        for name, t, e, r in zip(self.base.names, self.beta_true, self.result.beta, rel):
+        for name, t, e, r in zip(self.base.names, self.beta_true, self.result.beta, rel, strict=True):
             short = name if len(name) <= width else name[:width - 3] + "..."
             lines.append(f"{short:<{width}} {t:12.6g} {e:12.6g} {'-' if np.isnan(r) else f'{r:10.2e}':>10}")
         joints = self.result.joint_names or tuple(f"dof{i}" for i in range(len(self.validation_rmse)))
         lines.append(f"max relative error (|true| >= {TINY:g}): {self.max_relative_error:.3e} %")
         lines.append("held-out trajectory torque RMSE [N·m]: " + ", ".join(
-            f"{j} {v:.3e}" for j, v in zip(joints, self.validation_rmse)))
+            f"{j} {v:.3e}" for j, v in zip(joints, self.validation_rmse, strict=True)))
         lines.append(f"held-out relative error: {self.validation_relative_error:.3e} %")
         return "\n".join(lines)
 

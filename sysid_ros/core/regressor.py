@@ -58,7 +58,7 @@ def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndar
     if q2.ndim != 2 or q2.shape[1] != model.nq:
         raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {q.shape}")
     out = []
-    for name, v in zip(("dq", "ddq"), vs):
+    for name, v in zip(("dq", "ddq")[:len(vs)], vs, strict=True):
         v = np.asarray(v, dtype=float)
         v2 = v[None] if v.ndim == 1 else v
         if v2.shape != (q2.shape[0], model.nv):
@@ -123,7 +123,7 @@ def _feature_matrix() -> np.ndarray:
     e, z = np.eye(3), np.zeros(3)
     cols = [body_wrench_columns(z, z, e[i]) for i in range(3)]
     cols += [body_wrench_columns(z, e[i], z) for i in range(3)]
-    for i, j in zip(_W_I, _W_J):
+    for i, j in zip(_W_I, _W_J, strict=True):
         if i == j:
             cols.append(body_wrench_columns(e[i], z, z))
         else:  # polarisation: the ω_i ω_j coefficient

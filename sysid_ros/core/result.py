@@ -63,7 +63,7 @@ class IdentificationResult:
             "method": self.method,
             "base_parameters": {
                 name: {"value": float(v), "std": _num(s)}
-                for name, v, s in zip(self.base.names, self.beta, self.beta_std)
+                for name, v, s in zip(self.base.names, self.beta, self.beta_std, strict=True)
             },
             "base": self.base.as_dict(),
             "diagnostics": self.diagnostics.as_dict(),
@@ -72,7 +72,7 @@ class IdentificationResult:
         if self.theta is not None:
             std = self.theta_std if self.theta_std is not None else np.full_like(self.theta, np.nan)
             out["parameters"] = {n: {"value": float(v), "std": _num(s)}
-                                 for n, v, s in zip(self.base.param_names, self.theta, std)}
+                                 for n, v, s in zip(self.base.param_names, self.theta, std, strict=True)}
         return out
 
     def to_json(self, path: str | Path) -> Path:

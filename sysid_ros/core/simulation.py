@@ -90,7 +90,7 @@ def simulate_mit(
     if trajectory.q0.shape != (model.nv,) or model.nq != model.nv:
         raise SysIdError("MIT-law simulation needs a model of hinge/slide joints (nq == nv)")
     dt = float(mj.opt.timestep)
-    steps = int(round(duration / dt))
+    steps = round(duration / dt)
     if steps < 1:
         raise SysIdError(f"duration {duration} s is shorter than one time step ({dt} s)")
     t = np.arange(steps) * dt

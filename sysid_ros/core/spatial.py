@@ -13,7 +13,7 @@ import numpy as np
 def skew(v: np.ndarray) -> np.ndarray:
     """Cross-product matrices: ``skew(v) @ x == cross(v, x)``. ``(..., 3) -> (..., 3, 3)``."""
     v = np.asarray(v, dtype=float)
-    out = np.zeros(v.shape + (3,))
+    out = np.zeros((*v.shape, 3))
     out[..., 0, 1] = -v[..., 2]
     out[..., 0, 2] = v[..., 1]
     out[..., 1, 0] = v[..., 2]
@@ -42,7 +42,7 @@ def quat_to_mat(q: np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(q.shape[:-1] + (3, 3))
+    out = np.empty((*q.shape[:-1], 3, 3))
     out[..., 0, 0] = 1 - 2 * (y * y + z * z)
     out[..., 0, 1] = 2 * (x * y - w * z)
     out[..., 0, 2] = 2 * (x * z + w * y)
@@ -105,7 +105,7 @@ def inertia_mat_to_vec(i33: np.ndarray) -> np.ndarray:
 def inertia_times(w: np.ndarray) -> np.ndarray:
     """Matrices ``L(w) (..., 3, 6)`` with ``L(w) @ [Ixx, Ixy, Ixz, Iyy, Iyz, Izz] == I @ w``."""
     w = np.asarray(w, dtype=float)
-    out = np.zeros(w.shape[:-1] + (3, 6))
+    out = np.zeros((*w.shape[:-1], 3, 6))
     wx, wy, wz = w[..., 0], w[..., 1], w[..., 2]
     out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = wx, wy, wz
     out[..., 1, 1], out[..., 1, 3], out[..., 1, 4] = wx, wy, wz

@@ -20,7 +20,8 @@ def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = No
     """
     y, tau = np.asarray(y), np.asarray(tau, dtype=float)
     if y.ndim != 3 or tau.shape != y.shape[:2]:
-        raise DataError(f"expected Y (N, nv, c) and tau (N, nv) with matching N, nv; got {y.shape}, {tau.shape}")
+        raise DataError("expected Y (N, nv, c) and tau (N, nv) with matching N, nv; "
+                        f"got {y.shape}, {tau.shape}")
     if mask is None:
         mask = np.ones(tau.shape, dtype=bool)
     if mask.shape != tau.shape:

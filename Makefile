@@ -1,0 +1,25 @@
+# sysid_ros: `make demo` runs the main job, `make test` the whole test suite; both set up first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ENV := source tools/env.sh
+OUT ?= out/demo
+
+.PHONY: setup demo test lint bench clean
+
+setup:
+	@tools/bootstrap.sh
+
+demo: setup
+	@$(ENV) && python -m sysid_ros.cli demo --out $(OUT)
+
+test: setup
+	@$(ENV) && ruff check . && python -m pytest
+
+lint: setup
+	@$(ENV) && ruff check .
+
+bench: setup
+	@$(ENV) && python benchmarks/regressor.py
+
+clean:
+	rm -rf build install log out .pytest_cache .ruff_cache

@@ -1,0 +1,33 @@
+"""Shared fixtures. Every ROS test runs on loopback only, in its own context and DDS domain."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+# DDS stays on this machine, for every test in this session (set before rclpy is imported).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.pop("ROS_STATIC_PEERS", None)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_ROBOTS = ROOT.parent / "shared" / "robots"
+DEFAULT_ROBOT = ROOT / "config" / "robots" / "yam_damiao.xml"
+ROBOT_FILES = sorted(SHARED_ROBOTS.glob("*.xml")) if SHARED_ROBOTS.is_dir() else []
+
+# Domain ids 1..100 stay inside the default port range; spread concurrent pytest processes apart.
+_domains = itertools.count(1 + (os.getpid() % 50) * 2)
+
+
+@pytest.fixture
+def ros_domain_id() -> int:
+    """A DDS domain id of this test alone (use it for every context the test creates)."""
+    return 1 + (next(_domains) - 1) % 100
+
+
+def robot_params():
+    """pytest params over the shared reference robots plus the default robot."""
+    files = [*ROBOT_FILES, DEFAULT_ROBOT]
+    return [pytest.param(f, id=f.stem) for f in files]
