@@ -76,11 +76,15 @@ build_hash="$( (echo "$ros_mode ${cmake_args[*]}"; hash_of "${build_inputs[@]}";
 bstamp="$ROOT/install/.sysid-build"
 if [[ "$(cat "$bstamp" 2>/dev/null)" != "$build_hash" ]]; then
   say "colcon build"
+  command -v colcon >/dev/null || {
+    echo "[bootstrap] colcon not found (apt ROS: sudo apt install python3-colcon-common-extensions)" >&2
+    exit 1
+  }
+  mkdir -p "$ROOT/log"
   colcon --log-base "$ROOT/log" build --paths "$ROOT" --build-base "$ROOT/build" \
     --install-base "$ROOT/install" --symlink-install \
     --cmake-args "${cmake_args[@]}" \
     > "$ROOT/log/colcon-build.txt" 2>&1 || {
-      mkdir -p "$ROOT/log"
       echo "[bootstrap] colcon build failed; the last lines of log/colcon-build.txt:" >&2
       tail -n 40 "$ROOT/log/colcon-build.txt" >&2
       exit 1

@@ -135,10 +135,7 @@ def forward_poses(model: RobotModel, q: np.ndarray) -> Poses:
 def _poses_mujoco(model: RobotModel, q: np.ndarray) -> Poses:
     """Poses through ``mj_kinematics`` sample by sample (fast for a handful of samples)."""
     mj = model.mj
-    data = getattr(model, "_kin_data", None)
-    if data is None:
-        data = mujoco.MjData(mj)
-        model._kin_data = data  # type: ignore[attr-defined]
+    data = model.scratch_data()
     n, nb = q.shape[0], len(model.bodies)
     xmat = np.empty((n, nb, 9))
     xpos = np.empty((n, nb, 3))
@@ -175,14 +172,10 @@ def _poses_mujoco(model: RobotModel, q: np.ndarray) -> Poses:
 
 def _joint_groups(model: RobotModel) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """(joint indices, dof indices) of the hinge joints and of the slide joints."""
-    groups = getattr(model, "_joint_groups_cache", None)
-    if groups is None:
-        groups = tuple(
-            (np.array([i for i, j in enumerate(model.joints) if j.type == kind], dtype=int),
-             np.array([j.dof_adr for j in model.joints if j.type == kind], dtype=int))
-            for kind in ("hinge", "slide"))
-        model._joint_groups_cache = groups  # type: ignore[attr-defined]
-    return groups
+    return model.derived("joint_groups", lambda: tuple(
+        (np.array([i for i, j in enumerate(model.joints) if j.type == kind], dtype=int),
+         np.array([j.dof_adr for j in model.joints if j.type == kind], dtype=int))
+        for kind in ("hinge", "slide")))
 
 
 def _poses_numpy(model: RobotModel, q: np.ndarray) -> Poses:

@@ -18,11 +18,12 @@ import logging
 import math
 import os
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import mujoco
 import numpy as np
@@ -32,6 +33,7 @@ from .motors import DAMIAO_MOTORS, MotorModel
 from .spatial import inertia_mat_to_vec, inertia_vec_to_mat, mat_to_quat, quat_to_mat
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BODY_FIELDS: tuple[str, ...] = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
@@ -180,6 +182,9 @@ class RobotModel:
             raise ModelError("body and joint names must be unique to name parameters")
         self.nominal: np.ndarray = self.params_of(mj)
         self.nominal.setflags(write=False)
+        self._derived: dict[object, object] = {}
+        self._derived_lock = threading.Lock()
+        self._thread_local = threading.local()
 
     # ------------------------------------------------------------------------------ construction
     @classmethod
@@ -229,6 +234,24 @@ class RobotModel:
             log.warning("joint stiffness (springs) is not part of the identified model")
         if mj.opt.density > 0 or mj.opt.viscosity > 0:
             log.warning("fluid forces (density/viscosity) are not part of the identified model")
+
+    # ------------------------------------------------------------------------- derived data
+    def derived(self, key: object, factory: Callable[[], T]) -> T:
+        """Data computed once from this (immutable) model, e.g. index structures of the tree."""
+        try:
+            return self._derived[key]  # type: ignore[return-value]
+        except KeyError:
+            with self._derived_lock:
+                if key not in self._derived:
+                    self._derived[key] = factory()
+                return self._derived[key]  # type: ignore[return-value]
+
+    def scratch_data(self) -> mujoco.MjData:
+        """An ``MjData`` of this model private to the calling thread (for per-sample MuJoCo calls)."""
+        data = getattr(self._thread_local, "data", None)
+        if data is None:
+            data = self._thread_local.data = mujoco.MjData(self.mj)
+        return data
 
     # ------------------------------------------------------------------------------- layout
     @property

@@ -44,11 +44,7 @@ __all__ = [
 
 
 def _topology(model: RobotModel) -> TreeTopology:
-    topo = getattr(model, "_topology_cache", None)
-    if topo is None:
-        topo = TreeTopology.of(model)
-        model._topology_cache = topo  # type: ignore[attr-defined]
-    return topo
+    return model.derived("topology", lambda: TreeTopology.of(model))
 
 
 def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndarray]]:
@@ -78,10 +74,7 @@ class _Pairs:
 
 
 def _pairs(model: RobotModel, topo: TreeTopology, bodies: tuple[int, ...]) -> _Pairs:
-    cache = getattr(model, "_pairs_cache", None)
-    if cache is None:
-        cache = model._pairs_cache = {}  # type: ignore[attr-defined]
-    if bodies not in cache:
+    def build() -> _Pairs:
         dofs, bods, slots, cols = [], [], [], []
         for k, b in enumerate(bodies):
             for d in np.flatnonzero(topo.body_dof_mask[b - 1]):
@@ -89,9 +82,10 @@ def _pairs(model: RobotModel, topo: TreeTopology, bodies: tuple[int, ...]) -> _P
                 bods.append(b - 1)
                 slots.append(k)
                 cols.append(10 * k + np.arange(10))
-        cache[bodies] = _Pairs(np.array(dofs, dtype=int), np.array(bods, dtype=int),
-                               np.array(slots, dtype=int), np.array(cols, dtype=int).reshape(-1, 10))
-    return cache[bodies]
+        return _Pairs(np.array(dofs, dtype=int), np.array(bods, dtype=int),
+                      np.array(slots, dtype=int), np.array(cols, dtype=int).reshape(-1, 10))
+
+    return model.derived(("pairs", bodies), build)
 
 
 def body_wrench_columns(w: np.ndarray, wd: np.ndarray, a: np.ndarray) -> np.ndarray:
