@@ -1,9 +1,12 @@
 # Source this (bash) after tools/bootstrap.sh: the venv, the install space and local-only DDS.
 _sysid_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# colcon's setup scripts read unset variables: tolerate them even in `set -u` shells
+case $- in *u*) _sysid_nounset=1; set +u ;; *) _sysid_nounset=0 ;; esac
 # shellcheck disable=SC1091
 source "$_sysid_root/.venv/bin/activate"
 # shellcheck disable=SC1091
 source "$_sysid_root/install/local_setup.bash"
 export PYTHONPATH="$_sysid_root${PYTHONPATH:+:$PYTHONPATH}"
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
-unset _sysid_root
+[ "$_sysid_nounset" = 1 ] && set -u
+unset _sysid_root _sysid_nounset
