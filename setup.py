@@ -26,6 +26,8 @@ setup(
     extras_require={"test": tests},
     data_files=[
         ("share/sysid_ros", ["package.xml"]),
+        ("share/sysid_ros/msg", [str(p) for p in sorted(Path("msg").glob("*.msg"))]),
+        ("share/sysid_ros/srv", [str(p) for p in sorted(Path("srv").glob("*.srv"))]),
         ("share/sysid_ros/config/robots", [str(p) for p in sorted(Path("config/robots").glob("*.xml"))]),
         ("share/ament_index/resource_index/packages", ["resource/sysid_ros"]),
     ],

@@ -18,7 +18,31 @@ from .excitation import FourierTrajectory
 from .model import RobotModel
 from .regressor import torque_regressor
 
-__all__ = ["Recording", "default_gains", "simulate_mit"]
+__all__ = ["Recording", "SensorModel", "default_gains", "simulate_mit"]
+
+
+@dataclass(frozen=True)
+class SensorModel:
+    """What the motors measure. Standard deviations of white noise (``position_noise`` [rad],
+    ``velocity_noise`` [rad/s], ``torque_noise`` [N·m]) and the encoder resolution [rad/count]
+    (0 = ideal). Position and velocity measurements close the control loop; torque noise is
+    sensor noise only (the applied torque is what the law commands)."""
+
+    position_noise: float = 0.0
+    velocity_noise: float = 0.0
+    torque_noise: float = 0.0
+    encoder_resolution: float = 0.0
+    seed: int = 0
+
+    @property
+    def ideal(self) -> bool:
+        return not (self.position_noise or self.velocity_noise or self.torque_noise
+                    or self.encoder_resolution)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"position_noise": self.position_noise, "velocity_noise": self.velocity_noise,
+                "torque_noise": self.torque_noise, "encoder_resolution": self.encoder_resolution,
+                "seed": self.seed}
 
 
 def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_hz: float = 3.0,
@@ -74,6 +98,8 @@ def simulate_mit(
     feedforward_theta: np.ndarray | None = None,
     decimation: int = 1,
     solver_tolerance: float = 1e-12,
+    sensor: SensorModel | None = None,
+    timestep: float | None = None,
 ) -> Recording:
     """Run ``trajectory`` for ``duration`` seconds on ``truth`` (default: the model's own MjModel).
 
@@ -83,13 +109,15 @@ def simulate_mit(
     the reference's initial position and velocity. Every ``decimation``-th step is recorded.
     ``solver_tolerance`` replaces MuJoCo's constraint-solver tolerance (default 1e-8) so that
     recorded accelerations are exact even while friction loss is in its soft (sticking) zone.
+    ``sensor``: measurement noise and quantisation (recorded ``q``, ``dq``, ``tau`` are then the
+    measurements; ``ddq`` stays the true acceleration). ``timestep`` overrides the model's [s].
     """
     mj = truth if truth is not None else model.mj
     if mj.nv != model.nv or mj.nq != model.nq:
         raise SysIdError(f"the simulated model has nq={mj.nq}, nv={mj.nv}; expected {model.nq}, {model.nv}")
     if trajectory.q0.shape != (model.nv,) or model.nq != model.nv:
         raise SysIdError("MIT-law simulation needs a model of hinge/slide joints (nq == nv)")
-    dt = float(mj.opt.timestep)
+    dt = float(mj.opt.timestep if timestep is None else timestep)
     steps = round(duration / dt)
     if steps < 1:
         raise SysIdError(f"duration {duration} s is shorter than one time step ({dt} s)")
@@ -105,6 +133,9 @@ def simulate_mit(
     sim = _copy(mj)
     sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
     sim.opt.tolerance = solver_tolerance
+    sim.opt.timestep = dt
+    sensor = sensor or SensorModel()
+    rng = np.random.default_rng(sensor.seed)
     data = mujoco.MjData(sim)
     data.qpos[:] = q_ref[0]
     data.qvel[:] = dq_ref[0]
@@ -112,12 +143,19 @@ def simulate_mit(
     rec = {k: np.empty((n_rec, model.nv)) for k in ("q", "dq", "ddq", "tau")}
     sat = np.zeros((n_rec, model.nv), dtype=bool)
     for k in range(steps):
-        cmd = kp_v * (q_ref[k] - data.qpos) + kd_v * (dq_ref[k] - data.qvel) + tau_ff[k]
+        q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
+        if not sensor.ideal:
+            q_meas += sensor.position_noise * rng.standard_normal(model.nv)
+            if sensor.encoder_resolution > 0:
+                q_meas = np.round(q_meas / sensor.encoder_resolution) * sensor.encoder_resolution
+            dq_meas += sensor.velocity_noise * rng.standard_normal(model.nv)
+        cmd = kp_v * (q_ref[k] - q_meas) + kd_v * (dq_ref[k] - dq_meas) + tau_ff[k]
         tau = np.clip(cmd, -limit, limit)
         data.qfrc_applied[:] = tau
         if k % decimation == 0:
             i = k // decimation
-            rec["q"][i], rec["dq"][i], rec["tau"][i] = data.qpos, data.qvel, tau
+            rec["q"][i], rec["dq"][i] = q_meas, dq_meas
+            rec["tau"][i] = tau + sensor.torque_noise * rng.standard_normal(model.nv)
             sat[i] = tau != cmd
         mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
         if k % decimation == 0:

@@ -1,0 +1,124 @@
+"""Simulated identification data: a robot (optionally carrying a payload) excited in MuJoCo under
+the MIT law, returned as a :class:`~sysid_ros.core.dataset.Dataset` with commands and the true
+parameters, ready to be written as a bag."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from .dataset import CommandLog, Dataset
+from .errors import ModelError, SysIdError
+from .excitation import FourierTrajectory, Limits
+from .model import RobotModel, body_params_from_inertial
+from .simulation import SensorModel, simulate_mit
+
+CUBE_SIDE = 0.05  # m, default payload shape: a solid cube
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A rigid payload attached to ``body``: ``mass`` [kg], ``com (3,)`` in the body's frame [m],
+    ``inertia (3, 3)`` about the CoM in the body's axes [kg·m²] (default: a 5 cm solid cube)."""
+
+    body: str
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+
+    @classmethod
+    def parse(cls, spec: str) -> Payload:
+        """From ``body=NAME,mass=KG,com=X,Y,Z[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz]``."""
+        fields = dict(re.findall(r"(\w+)=([^=]+?)(?=,\w+=|$)", spec.strip()))
+        unknown = set(fields) - {"body", "mass", "com", "inertia"}
+        if unknown or not {"body", "mass", "com"} <= set(fields):
+            raise SysIdError("expected --payload body=NAME,mass=KG,com=X,Y,Z"
+                             f"[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz], got {spec!r}")
+        try:
+            mass = float(fields["mass"])
+            com = np.array([float(x) for x in fields["com"].split(",")])
+            ine = [float(x) for x in fields["inertia"].split(",")] if "inertia" in fields else None
+        except ValueError as exc:
+            raise SysIdError(f"--payload {spec!r}: {exc}") from None
+        if com.shape != (3,) or not mass > 0 or (ine is not None and len(ine) != 6):
+            raise SysIdError(f"--payload {spec!r}: need mass > 0, 3 CoM values and 6 inertia values")
+        if ine is None:
+            inertia = np.eye(3) * mass * CUBE_SIDE**2 / 6.0
+        else:
+            xx, yy, zz, xy, xz, yz = ine
+            inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        return cls(fields["body"], mass, com, inertia)
+
+    @property
+    def params(self) -> np.ndarray:
+        """The payload's 10 parameters in the body's frame about the body origin."""
+        return body_params_from_inertial(self.mass, self.com, self.inertia)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"body": self.body, "mass": self.mass, "com": self.com.tolist(),
+                "inertia": self.inertia.tolist(), "params": self.params.tolist()}
+
+
+def with_payload(model: RobotModel, payload: Payload) -> mujoco.MjModel:
+    """The model's MuJoCo model with ``payload`` welded to its body (for simulation)."""
+    model.body_id(payload.body)  # clear error for an unknown body
+    if model.source is None:
+        raise ModelError("attaching a payload needs a model loaded from an MJCF file")
+    spec = mujoco.MjSpec.from_file(model.source)
+    moments, axes = np.linalg.eigh(payload.inertia)
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] *= -1
+    from .spatial import mat_to_quat
+
+    child = spec.body(payload.body).add_body(name="sysid_payload")
+    child.explicitinertial = True
+    child.mass, child.ipos, child.inertia = payload.mass, payload.com, moments
+    child.iquat = mat_to_quat(axes)
+    return spec.compile()
+
+
+def true_parameters(model: RobotModel, payload: Payload | None) -> np.ndarray:
+    """True parameters in the bare model's layout: the payload merged into its body."""
+    theta = model.nominal.copy()
+    if payload is not None:
+        theta[model.body_slice(payload.body)] += payload.params
+    return theta
+
+
+def simulate_dataset(model: RobotModel, *, duration: float = 30.0, seed: int = 0,
+                     sensor: SensorModel | None = None, payload: Payload | None = None,
+                     rate: float | None = None, harmonics: int = 5, period: float = 10.0,
+                     trajectory: FourierTrajectory | None = None) -> Dataset:
+    """Excite and simulate the robot; return measurements, commands and the truth.
+
+    ``rate`` [Hz]: physics and recording rate (default: the model's timestep). The feed-forward
+    torque uses the bare model (the payload is unknown to the controller).
+    """
+    truth_mj = with_payload(model, payload) if payload is not None else None
+    traj = trajectory or FourierTrajectory.random(Limits.of(model), harmonics=harmonics,
+                                                  period=period, seed=seed)
+    rec = simulate_mit(model, traj, duration, truth=truth_mj, sensor=sensor,
+                       timestep=None if rate is None else 1.0 / rate)
+    n = len(rec)
+    command = CommandLog(rec.t, rec.q_ref, rec.dq_ref, rec.tau_ff, np.tile(rec.kp, (n, 1)),
+                         np.tile(rec.kd, (n, 1)))
+    theta = true_parameters(model, payload)
+    truth = {
+        "model": model.source,
+        "parameters": model.as_dict(theta),
+        "payload": None if payload is None else payload.as_dict(),
+        "sensor": (sensor or SensorModel()).as_dict(),
+        "gains": {"kp": rec.kp.tolist(), "kd": rec.kd.tolist()},
+        "trajectory": {"q0": traj.q0.tolist(), "a": traj.a.tolist(), "b": traj.b.tolist(),
+                       "period": traj.period},
+        "duration": duration,
+        "seed": seed,
+    }
+    return Dataset(rec.t, model.dof_joint_names, rec.q, rec.dq, rec.tau,
+                   source=f"simulation of {Path(model.source or 'model').name}", command=command,
+                   truth=truth, meta={"ddq_true": rec.ddq})
