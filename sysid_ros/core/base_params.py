@@ -99,10 +99,15 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
     ``rtol``: a pivot ``|R_kk|`` below ``rtol·|R_00|`` counts as zero. Columns are scaled to
     unit norm before the decomposition so that parameters of different units compete fairly.
     """
-    p = model.n_params
-    n = n_samples or max(200, 4 * p // max(1, model.nv) + 50)
+    n = n_samples or max(200, 4 * model.n_params // max(1, model.nv) + 50)
     q, dq, ddq = random_states(model, n, seed=seed)
-    w = torque_regressor(model, q, dq, ddq).reshape(-1, p)
+    return reduce_regressor(torque_regressor(model, q, dq, ddq), model.param_names, rtol=rtol)
+
+
+def reduce_regressor(y: np.ndarray, names: tuple[str, ...], *, rtol: float = 1e-8) -> BaseParameters:
+    """Base-parameter reduction from a well-excited regressor ``Y (..., p)`` with column ``names``."""
+    p = len(names)
+    w = np.asarray(y).reshape(-1, p)
     norms = np.linalg.norm(w, axis=0)
     live = norms > 1e-12 * max(norms.max(), 1e-300)
     scale = np.where(live, norms, 1.0)
@@ -122,10 +127,10 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
     matrix = np.zeros((rank, p))
     matrix[np.arange(rank), ind] = 1.0
     matrix[:, dep] = k
-    names = tuple(_expression(model.param_names, i, dep, k_row) for i, k_row in zip(ind, k, strict=True))
+    base_names = tuple(_expression(names, i, dep, k_row) for i, k_row in zip(ind, k, strict=True))
     wb = w[:, ind] / scale[ind]
     cond = float(np.linalg.cond(wb))
-    return BaseParameters(model.param_names, ind, dep, k, matrix, names, cond)
+    return BaseParameters(tuple(names), ind, dep, k, matrix, base_names, cond)
 
 
 def _expression(names: tuple[str, ...], i: int, dep: np.ndarray, k_row: np.ndarray) -> str:

@@ -283,24 +283,28 @@ def body_regressor(model: RobotModel, body: int | str, q, dq, ddq, *,
     return _finish(single, _batch_major(buf_b)), _finish(single, rest)
 
 
-def mass_matrix_regressor(model: RobotModel, q) -> np.ndarray:
+def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | None = None
+                          ) -> np.ndarray:
     """``Y_M (N, nv, nv, p)`` with ``M(q) = Y_M θ`` (MuJoCo's ``mj_fullM``, armature included).
 
     Column ``k`` of M is the torque of unit acceleration of dof ``k`` at rest without gravity.
+    With ``bodies`` (MuJoCo ids), only those bodies' 10 columns each (no joint terms).
     """
     single, q2, _ = _as_batch(model, q)
     topo = _topology(model)
     poses = forward_poses(model, q2)
     n = q2.shape[0]
     zero = np.zeros((n, model.nv))
-    out = np.empty((n, model.nv, model.nv, model.n_params))
+    width = model.n_params if bodies is None else 10 * len(bodies)
+    out = np.empty((n, model.nv, model.nv, width))
     for k in range(model.nv):
         ek = np.zeros((n, model.nv))
         ek[:, k] = 1.0
         mot = motion(model, topo, poses, zero, ek, gravity=False)
-        buf = _new_buffer(model, n)
-        _project(model, poses.S, mot, model.param_bodies, buf)
-        _joint_terms(model, zero, ek, buf, terms=("Ia",))
+        buf = _new_buffer(model, n, width)
+        _project(model, poses.S, mot, model.param_bodies if bodies is None else bodies, buf)
+        if bodies is None:
+            _joint_terms(model, zero, ek, buf, terms=("Ia",))
         out[:, :, k, :] = np.moveaxis(buf, -1, 0)
     return _finish(single, out)
 

@@ -130,6 +130,24 @@ def simulate_mit(
     kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (model.nv,)).copy()
     limit = model.torque_limits()
 
+    q, dq, ddq, tau, sat = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt,
+                                   q0=q_ref[0], dq0=dq_ref[0], sensor=sensor,
+                                   solver_tolerance=solver_tolerance, decimation=decimation)
+    sl = slice(None, None, decimation)
+    return Recording(t[sl], q, dq, ddq, tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v, kd_v, sat)
+
+
+def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: np.ndarray,
+            kp: np.ndarray, kd: np.ndarray, limit: np.ndarray, *, dt: float, q0: np.ndarray,
+            dq0: np.ndarray, sensor: SensorModel | None = None, solver_tolerance: float = 1e-12,
+            decimation: int = 1) -> tuple[np.ndarray, ...]:
+    """Step ``mj`` under the MIT law for every row of the commands (``(K, nv)``; ``kp``/``kd``
+    ``(nv,)`` or ``(K, nv)``) with time step ``dt``. Returns recorded ``(q, dq, ddq, tau,
+    saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq)."""
+    steps = q_ref.shape[0]
+    nv = mj.nv
+    kp = np.broadcast_to(kp, (steps, nv))
+    kd = np.broadcast_to(kd, (steps, nv))
     sim = _copy(mj)
     sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
     sim.opt.tolerance = solver_tolerance
@@ -137,34 +155,33 @@ def simulate_mit(
     sensor = sensor or SensorModel()
     rng = np.random.default_rng(sensor.seed)
     data = mujoco.MjData(sim)
-    data.qpos[:] = q_ref[0]
-    data.qvel[:] = dq_ref[0]
+    data.qpos[:] = q0
+    data.qvel[:] = dq0
     n_rec = (steps + decimation - 1) // decimation
-    rec = {k: np.empty((n_rec, model.nv)) for k in ("q", "dq", "ddq", "tau")}
-    sat = np.zeros((n_rec, model.nv), dtype=bool)
+    rec = {k: np.empty((n_rec, nv)) for k in ("q", "dq", "ddq", "tau")}
+    sat = np.zeros((n_rec, nv), dtype=bool)
     for k in range(steps):
         q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
         if not sensor.ideal:
-            q_meas += sensor.position_noise * rng.standard_normal(model.nv)
+            q_meas += sensor.position_noise * rng.standard_normal(nv)
             if sensor.encoder_resolution > 0:
                 q_meas = np.round(q_meas / sensor.encoder_resolution) * sensor.encoder_resolution
-            dq_meas += sensor.velocity_noise * rng.standard_normal(model.nv)
-        cmd = kp_v * (q_ref[k] - q_meas) + kd_v * (dq_ref[k] - dq_meas) + tau_ff[k]
+            dq_meas += sensor.velocity_noise * rng.standard_normal(nv)
+        cmd = kp[k] * (q_ref[k] - q_meas) + kd[k] * (dq_ref[k] - dq_meas) + tau_ff[k]
         tau = np.clip(cmd, -limit, limit)
         data.qfrc_applied[:] = tau
-        if k % decimation == 0:
+        record = k % decimation == 0
+        if record:
             i = k // decimation
             rec["q"][i], rec["dq"][i] = q_meas, dq_meas
-            rec["tau"][i] = tau + sensor.torque_noise * rng.standard_normal(model.nv)
+            rec["tau"][i] = tau + sensor.torque_noise * rng.standard_normal(nv) if sensor.torque_noise else tau
             sat[i] = tau != cmd
         mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
-        if k % decimation == 0:
+        if record:
             rec["ddq"][k // decimation] = data.qacc
         if not np.all(np.isfinite(data.qpos)):
-            raise SysIdError(f"the simulation diverged at t={t[k]:.3f} s")
-    sl = slice(None, None, decimation)
-    return Recording(t[sl], rec["q"], rec["dq"], rec["ddq"], rec["tau"], q_ref[sl], dq_ref[sl],
-                     tau_ff[sl], kp_v, kd_v, sat)
+            raise SysIdError(f"the simulation diverged at step {k} (t={k * dt:.3f} s)")
+    return rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat
 
 
 def _copy(mj: mujoco.MjModel) -> mujoco.MjModel:

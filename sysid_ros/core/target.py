@@ -1,0 +1,78 @@
+"""What a batch or online method identifies: the whole arm, or one payload on a known arm.
+
+A :class:`Target` gives the regressor of the identified parameters, the torque (and mass matrix)
+of everything known, the prior, the base-parameter reduction and the blocks that must stay
+physically consistent (pseudo-inertia LMIs, non-negative friction and rotor inertia).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .base_params import BaseParameters, base_parameters, random_states, reduce_regressor
+from .model import BODY_FIELDS, RobotModel, body_params_from_inertial
+from .regressor import body_regressor, mass_matrix_regressor, torque_regressor
+from .synthetic import CUBE_SIDE
+
+
+@dataclass(frozen=True)
+class Target:
+    """``kind`` "arm": θ = the model's whole vector; "payload": θ = 10 parameters of a rigid
+    payload on ``body`` (its frame, about its origin), the arm's nominal parameters known."""
+
+    model: RobotModel
+    kind: Literal["arm", "payload"]
+    body: int | None
+    names: tuple[str, ...]
+    prior: np.ndarray
+    body_blocks: tuple[tuple[str, slice], ...]
+    nonnegative: np.ndarray
+    base: BaseParameters
+
+    @property
+    def n_params(self) -> int:
+        return len(self.names)
+
+    def regressor(self, q, dq, ddq) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y (N, n, p), τ_known (N, n))`` with ``τ = Y θ + τ_known``."""
+        if self.kind == "arm":
+            y = torque_regressor(self.model, q, dq, ddq)
+            return y, np.zeros(y.shape[:2])
+        y_b, _ = body_regressor(self.model, self.body, q, dq, ddq)
+        known = torque_regressor(self.model, q, dq, ddq) @ self.model.nominal
+        return y_b, known
+
+    def mass_matrix(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y_M (N, n, n, p), M_known (N, n, n))`` with ``M = Y_M θ + M_known``."""
+        if self.kind == "arm":
+            ym = mass_matrix_regressor(self.model, q)
+            return ym, np.zeros(ym.shape[:3])
+        ym = mass_matrix_regressor(self.model, q, bodies=(self.body,))
+        known = mass_matrix_regressor(self.model, q) @ self.model.nominal
+        return ym, known
+
+
+def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int = 0) -> Target:
+    """Identify every parameter of ``model`` (prior: its nominal values)."""
+    blocks = tuple((model.body_name(b), model.body_slice(b)) for b in model.param_bodies)
+    nonneg = np.array([i for i, n in enumerate(model.param_names)
+                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia")], dtype=int)
+    return Target(model, "arm", None, model.param_names,
+                  model.nominal.copy() if prior is None else model.check_theta(prior),
+                  blocks, nonneg, base_parameters(model, seed=seed))
+
+
+def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
+                   seed: int = 0) -> Target:
+    """Identify a payload rigidly attached to ``body`` (prior: 0.1 kg cube at the body origin)."""
+    bid = model.body_id(body) if isinstance(body, str) else int(body)
+    names = tuple(f"payload.{f}" for f in BODY_FIELDS)
+    if prior is None:
+        prior = body_params_from_inertial(0.1, np.zeros(3), np.eye(3) * 0.1 * CUBE_SIDE**2 / 6.0)
+    q, dq, ddq = random_states(model, 300, seed=seed)
+    y_b, _ = body_regressor(model, bid, q, dq, ddq)
+    return Target(model, "payload", bid, names, np.asarray(prior, dtype=float),
+                  (("payload", slice(0, 10)),), np.zeros(0, dtype=int), reduce_regressor(y_b, names))
