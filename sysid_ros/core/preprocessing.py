@@ -2,8 +2,10 @@
 
 * positions: zero-phase Butterworth low-pass (``filtfilt``) with cut-off ``ω_bf = 5 ω_dyn``
   (``ω_dyn`` the position closed-loop bandwidth);
-* velocity and acceleration: central differences of the filtered positions, or a Savitzky–Golay
-  differentiator, or the measured velocity;
+* velocity: the measured velocity (filtered alike) when the data have it (``velocity="auto"``),
+  else central differences of the filtered positions (or Savitzky–Golay);
+* acceleration: the second central difference ``(q₊ − 2q + q₋)/h²`` of the filtered positions
+  (or Savitzky–Golay);
 * parallel filtering: the same zero-phase low-pass (cut-off ``ω_df = 2 ω_dyn``) on the torques and
   on every regressor column, then decimation by ``n_d`` — filtering both sides of ``y = X β`` with
   one linear filter keeps the relation exact;
@@ -33,7 +35,7 @@ class Preprocessing:
     order: int = 4
     differentiator: Literal["central", "savgol"] = "central"
     savgol_window: float = 0.05
-    use_measured_velocity: bool = False
+    velocity: Literal["auto", "measured", "differentiate"] = "auto"
     decimation: int | None = None
     trim: float | None = None
 
@@ -74,7 +76,10 @@ def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.n
         ddq = scipy.signal.savgol_filter(q, window, 3, deriv=2, delta=dt, axis=0)
         return dq, ddq
     dq = np.gradient(q, dt, axis=0)
-    return dq, np.gradient(dq, dt, axis=0)
+    ddq = np.empty_like(q)
+    ddq[1:-1] = (q[2:] - 2.0 * q[1:-1] + q[:-2]) / dt**2
+    ddq[0], ddq[-1] = ddq[1], ddq[-2]
+    return dq, ddq
 
 
 @dataclass(frozen=True)
@@ -94,11 +99,10 @@ def condition(ds: Dataset, settings: Preprocessing) -> Conditioned:
     fs = ds.sample_rate  # lowpass() leaves positions as measured if the cut-off exceeds fs/2
     q = lowpass(ds.q, fs, settings.position_cutoff, settings.order)
     dq, ddq = derivatives(q, fs, settings)
-    if settings.use_measured_velocity:
-        if not ds.has_velocity:
-            raise DataError(f"{ds.source}: use_measured_velocity is set but the data has no velocities")
+    if settings.velocity == "measured" and not ds.has_velocity:
+        raise DataError(f"{ds.source}: velocity='measured' but the data have no velocities")
+    if settings.velocity == "measured" or (settings.velocity == "auto" and ds.has_velocity):
         dq = lowpass(ds.dq, fs, settings.position_cutoff, settings.order)
-        ddq = np.gradient(dq, 1.0 / fs, axis=0)
     return Conditioned(ds.t, q, dq, ddq, ds.tau, fs)
 
 

@@ -81,6 +81,37 @@ class IdentificationResult:
         return path
 
 
+def diagnostics_for(w: np.ndarray, rhs: np.ndarray, joint: np.ndarray, beta: np.ndarray, *,
+                    n_joints: int, n_samples: int, solve_time: float,
+                    extra: dict[str, Any] | None = None) -> Diagnostics:
+    """Diagnostics of base parameters ``beta`` on regression rows ``w (m, r)``, ``rhs (m,)``.
+
+    Adds the normalised cross-correlation (Pearson, zero lag) of measured and predicted torque per
+    joint to ``extra["ncc"]``.
+    """
+    pred = w @ beta
+    resid = rhs - pred
+    scale = np.linalg.norm(w, axis=0)
+    ws = w / np.where(scale > 0, scale, 1.0)
+    sv = np.linalg.svd(ws, compute_uv=False)
+    rank = int(np.sum(sv > 1e-10 * sv[0])) if sv.size else 0
+    rms, ncc = np.full(n_joints, np.nan), np.full(n_joints, np.nan)
+    for j in range(n_joints):
+        sel = joint == j
+        if np.any(sel):
+            rms[j] = np.sqrt(np.mean(resid[sel] ** 2))
+            a, b = rhs[sel] - rhs[sel].mean(), pred[sel] - pred[sel].mean()
+            denom = np.linalg.norm(a) * np.linalg.norm(b)
+            ncc[j] = float(a @ b / denom) if denom > 0 else np.nan
+    info = dict(extra or {})
+    info["ncc"] = [None if np.isnan(v) else float(v) for v in ncc]
+    return Diagnostics(rank=rank, condition_number=float(sv[0] / sv[rank - 1]) if rank else float("inf"),
+                       residual_rms=rms,
+                       relative_error=float(100.0 * np.linalg.norm(resid) / max(np.linalg.norm(rhs), 1e-300)),
+                       n_samples=int(n_samples), n_rows=int(w.shape[0]), solve_time=float(solve_time),
+                       extra=info)
+
+
 def _num(x: float) -> float | None:
     x = float(x)
     return None if math.isnan(x) else x

@@ -143,13 +143,20 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
             decimation: int = 1) -> tuple[np.ndarray, ...]:
     """Step ``mj`` under the MIT law for every row of the commands (``(K, nv)``; ``kp``/``kd``
     ``(nv,)`` or ``(K, nv)``) with time step ``dt``. Returns recorded ``(q, dq, ddq, tau,
-    saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq)."""
+    saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq).
+
+    The copy is integrated with semi-implicit Euler without MuJoCo's implicit joint damping, so
+    the samples obey ``v₊ = v + h a`` and ``q₊ = q + h v₊`` exactly: a sampled trajectory whose
+    finite differences are consistent with the recorded torque.
+    """
     steps = q_ref.shape[0]
     nv = mj.nv
     kp = np.broadcast_to(kp, (steps, nv))
     kd = np.broadcast_to(kd, (steps, nv))
     sim = _copy(mj)
     sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+    sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
     sim.opt.tolerance = solver_tolerance
     sim.opt.timestep = dt
     sensor = sensor or SensorModel()
@@ -174,7 +181,8 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
         if record:
             i = k // decimation
             rec["q"][i], rec["dq"][i] = q_meas, dq_meas
-            rec["tau"][i] = tau + sensor.torque_noise * rng.standard_normal(nv) if sensor.torque_noise else tau
+            noise = sensor.torque_noise * rng.standard_normal(nv) if sensor.torque_noise else 0.0
+            rec["tau"][i] = tau + noise
             sat[i] = tau != cmd
         mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
         if record:

@@ -1,5 +1,5 @@
 """Estimators: batch (least squares and its constrained/weighted variants) and recursive."""
 
-from .least_squares import ols, regression_rows
+from .least_squares import ols, regression_rows, wls
 
-__all__ = ["ols", "regression_rows"]
+__all__ = ["ols", "regression_rows", "wls"]

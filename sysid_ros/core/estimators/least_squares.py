@@ -1,4 +1,6 @@
-"""Ordinary least squares on base parameters (overview seed: τ = W β, β̂ = W⁺ τ)."""
+"""Least squares on base parameters: OLS and Gautier's weighted LS (overview seed, constrained-IV
+seed §II-D): ``β̂ = (XᵀWX)⁻¹ XᵀW y`` with per-joint weights ``W = diag(1/σ_j²)``, ``σ_j`` from the
+OLS residuals of joint j."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 
 from ..base_params import BaseParameters
 from ..errors import DataError, IdentificationError
-from ..result import Diagnostics, IdentificationResult
+from ..result import IdentificationResult, diagnostics_for
 
 
 def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = None
@@ -34,38 +36,67 @@ def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = No
     return y[mask], tau[mask], joint[mask]
 
 
-def ols(y: np.ndarray, tau: np.ndarray, base: BaseParameters, *,
-        mask: np.ndarray | None = None, joint_names: tuple[str, ...] = ()) -> IdentificationResult:
-    """Least squares for the base parameters from a full regressor ``Y (N, nv, p)``.
+def solve_weighted(w: np.ndarray, rhs: np.ndarray, weights: np.ndarray | None = None,
+                   names: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """``(β, covariance)`` of ``min Σ weights·(w β − rhs)²``; covariance ``σ² (WᵀW)⁻¹``-style.
 
-    Standard deviations from ``σ² (WᵀW)⁻¹`` with ``σ² = ‖y − Wβ̂‖² / (m − r)``. Raises
-    :class:`IdentificationError` when the data do not excite every base parameter.
+    Raises :class:`IdentificationError` when a column is never excited or the rank is short.
     """
-    start = time.perf_counter()
-    w, rhs, joint = regression_rows(base.columns(y), tau, mask)
     m, r = w.shape
     if m <= r:
         raise IdentificationError(f"{m} regression rows for {r} base parameters: need more data")
-    scale = np.linalg.norm(w, axis=0)
+    sw = np.ones(m) if weights is None else np.sqrt(weights)
+    a, b = w * sw[:, None], rhs * sw
+    scale = np.linalg.norm(a, axis=0)
     if np.any(scale == 0):
-        dead = [base.names[i] for i in np.flatnonzero(scale == 0)]
+        dead = [names[i] if i < len(names) else str(i) for i in np.flatnonzero(scale == 0)]
         raise IdentificationError(f"the data do not excite base parameters {dead}")
-    ws = w / scale
-    sol, _, rank, sv = np.linalg.lstsq(ws, rhs, rcond=None)
+    sol, _, rank, sv = np.linalg.lstsq(a / scale, b, rcond=None)
     if rank < r:
         raise IdentificationError(
             f"the regressor has rank {rank} < {r} base parameters (condition {sv[0] / sv[-1]:.3g}): "
             "the excitation is too poor")
     beta = sol / scale
-    resid = rhs - w @ beta
-    sigma2 = float(resid @ resid) / (m - r)
-    cov_s = np.linalg.inv(ws.T @ ws) * sigma2
-    beta_std = np.sqrt(np.diag(cov_s)) / scale
-    nv = tau.shape[1]
-    rms = np.array([np.sqrt(np.mean(resid[joint == j] ** 2)) if np.any(joint == j) else np.nan
-                    for j in range(nv)])
-    diag = Diagnostics(
-        rank=int(rank), condition_number=float(sv[0] / sv[-1]), residual_rms=rms,
-        relative_error=float(100.0 * np.linalg.norm(resid) / np.linalg.norm(rhs)),
-        n_samples=int(tau.shape[0]), n_rows=int(m), solve_time=time.perf_counter() - start)
-    return IdentificationResult("ols", base, beta, beta_std, diag, joint_names=joint_names)
+    resid = b - a @ beta
+    sigma2 = float(resid @ resid) / (m - r) if weights is None else 1.0
+    cov = np.linalg.inv((a / scale).T @ (a / scale)) * sigma2 / np.outer(scale, scale)
+    return beta, cov
+
+
+def joint_variances(resid: np.ndarray, joint: np.ndarray, n_joints: int, dof: int) -> np.ndarray:
+    """Per-joint residual variances ``σ_j²`` (Gautier), each with its share of the fit's dof."""
+    out = np.ones(n_joints)
+    for j in range(n_joints):
+        sel = joint == j
+        m_j = int(sel.sum())
+        if m_j:
+            out[j] = max(float(resid[sel] @ resid[sel]) / max(m_j - dof / n_joints, 1.0), 1e-300)
+    return out
+
+
+def ols(y: np.ndarray, tau: np.ndarray, base: BaseParameters, *,
+        mask: np.ndarray | None = None, joint_names: tuple[str, ...] = ()) -> IdentificationResult:
+    """Least squares for the base parameters from a full regressor ``Y (N, nv, p)``.
+
+    Standard deviations from ``σ² (WᵀW)⁻¹`` with ``σ² = ‖y − Wβ̂‖² / (m − r)``.
+    """
+    start = time.perf_counter()
+    w, rhs, joint = regression_rows(base.columns(y), tau, mask)
+    beta, cov = solve_weighted(w, rhs, names=base.names)
+    diag = diagnostics_for(w, rhs, joint, beta, n_joints=tau.shape[1], n_samples=tau.shape[0],
+                           solve_time=time.perf_counter() - start)
+    return IdentificationResult("ols", base, beta, np.sqrt(np.diag(cov)), diag, joint_names=joint_names)
+
+
+def wls(y: np.ndarray, tau: np.ndarray, base: BaseParameters, *,
+        mask: np.ndarray | None = None, joint_names: tuple[str, ...] = ()) -> IdentificationResult:
+    """Gautier's weighted least squares: OLS, per-joint σ_j from its residuals, then WLS."""
+    start = time.perf_counter()
+    w, rhs, joint = regression_rows(base.columns(y), tau, mask)
+    beta0, _ = solve_weighted(w, rhs, names=base.names)
+    var = joint_variances(rhs - w @ beta0, joint, tau.shape[1], base.rank)
+    beta, cov = solve_weighted(w, rhs, 1.0 / var[joint], names=base.names)
+    diag = diagnostics_for(w, rhs, joint, beta, n_joints=tau.shape[1], n_samples=tau.shape[0],
+                           solve_time=time.perf_counter() - start,
+                           extra={"joint_sigma": np.sqrt(var).tolist()})
+    return IdentificationResult("wls", base, beta, np.sqrt(np.diag(cov)), diag, joint_names=joint_names)
