@@ -1,7 +1,13 @@
-"""The ``sysid`` command line: inspect a robot model, run the offline identification demo.
+"""The ``sysid`` command line.
 
     sysid inspect MODEL.xml [--json]
     sysid demo [--model MODEL.xml] [--duration S] [--seed N] [--out DIR] [--json]
+    sysid simulate MODEL.xml --out BAG [--duration S] [--seed N] [--noise torque=..,position=..]
+                   [--encoder-resolution RAD] [--payload body=NAME,mass=KG,com=X,Y,Z[,inertia=..]]
+                   [--rate HZ] [--storage mcap|sqlite3]
+    sysid identify BAG_OR_CSV --model MODEL.xml --method M --out DIR [--json]
+                   [--payload-only BODY] [--friction coulomb,viscous,offset] [--armature]
+                   [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
 
 Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
 """
@@ -19,8 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from .core import base_parameters, run_offline_pipeline
+from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from .core.errors import SysIdError
+from .core.identify import METHODS, IdentifyOptions, identify, prepare
 from .core.model import RobotModel
+from .core.preprocessing import Preprocessing
+from .core.report import summary, write_outputs
+from .core.simulation import SensorModel
+from .core.synthetic import Payload, simulate_dataset
+from .core.target import arm_target, payload_target
 from .resources import default_robot_path
 
 log = logging.getLogger("sysid")
@@ -88,6 +101,73 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo"}
+
+
+def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[str, ...]:
+    """Joint terms from ``--friction coulomb,viscous,offset`` and ``--armature``."""
+    items = friction.split(",") if isinstance(friction, str) else list(friction or [])
+    items = [i.strip() for i in items if i.strip()]
+    unknown = [i for i in items if i not in _FRICTION]
+    if unknown:
+        raise SysIdError(f"--friction takes {sorted(_FRICTION)}, got {unknown}")
+    return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
+
+
+def _parse_noise(spec: str | None, encoder: float, seed: int) -> SensorModel:
+    values = {"position": 0.0, "velocity": 0.0, "torque": 0.0}
+    for item in (spec or "").split(","):
+        if not item.strip():
+            continue
+        key, _, val = item.partition("=")
+        if key.strip() not in values:
+            raise SysIdError(f"--noise takes position=RAD,velocity=RAD_S,torque=NM, got {item!r}")
+        values[key.strip()] = float(val)
+    return SensorModel(values["position"], values["velocity"], values["torque"], encoder, seed)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    model = RobotModel.from_mjcf(args.model)
+    payload = Payload.parse(args.payload) if args.payload else None
+    sensor = _parse_noise(args.noise, args.encoder_resolution, args.seed)
+    start = time.perf_counter()
+    ds = simulate_dataset(model, duration=args.duration, seed=args.seed, sensor=sensor,
+                          payload=payload, rate=args.rate)
+    path = write_bag(args.out, dataset_topics(ds), storage=args.storage, truth=ds.truth)
+    print(f"wrote {path} ({len(ds)} joint states and commands at {ds.sample_rate:.0f} Hz, "
+          f"{args.storage}) in {time.perf_counter() - start:.1f} s; true parameters in "
+          f"{path / TRUTH_FILE}")
+    return 0
+
+
+def _identify(args: argparse.Namespace) -> int:
+    model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
+    target = payload_target(model, args.payload_only) if args.payload_only else arm_target(model)
+    settings = Preprocessing(bandwidth=args.bandwidth)
+    options = IdentifyOptions(method=args.method, preprocessing=settings,
+                              regularization=args.regularization, max_samples=args.max_samples,
+                              progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
+    ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
+                   command_topic=args.command_topic, joint_names=model.dof_joint_names)
+    result = identify(ds, target, options)
+    prep = prepare(ds, target, settings, min_speed=options.min_speed)
+    val_prep = None
+    if args.validate:
+        val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
+                        command_topic=args.command_topic, joint_names=model.dof_joint_names)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed)
+    paths = write_outputs(args.out, result, target, prep, validation_prep=val_prep,
+                          plots=not args.no_plots)
+    doc = json.loads((Path(args.out) / "result.json").read_text())
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(summary(result, validation=doc.get("validation"), truth=doc.get("truth_comparison")))
+        for p in paths:
+            print(f"wrote {p}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sysid", description="Robot arm dynamic-parameter identification.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -107,6 +187,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for pipeline_report.json")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser("simulate", help="write a rosbag2 bag of a simulated excitation (with truth)")
+    p.add_argument("model", help="MJCF file")
+    p.add_argument("--out", required=True, help="bag directory to create")
+    p.add_argument("--duration", type=float, default=30.0, help="[s]")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--noise", help="position=RAD,velocity=RAD_S,torque=NM (standard deviations)")
+    p.add_argument("--encoder-resolution", type=float, default=0.0, help="[rad/count], 0 = ideal")
+    p.add_argument("--payload", help="body=NAME,mass=KG,com=X,Y,Z[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz]")
+    p.add_argument("--rate", type=float, help="physics and recording rate [Hz] (default: the model's)")
+    p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    p.set_defaults(func=_simulate)
+
+    p = sub.add_parser("identify", help="identify parameters from a bag or CSV file")
+    p.add_argument("data", help="rosbag2 directory or CSV file")
+    p.add_argument("--model", required=True, help="MJCF file")
+    p.add_argument("--method", default="ols", choices=METHODS)
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--json", action="store_true", help="print result.json")
+    p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
+    p.add_argument("--friction", default="", help="comma list of coulomb, viscous, offset")
+    p.add_argument("--armature", action="store_true", help="identify rotor inertia per joint")
+    p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
+    p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")
+    p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
+    p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
+    p.add_argument("--joint-states-topic", default="/joint_states")
+    p.add_argument("--command-topic", default="/motor_command")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=_identify)
     return parser
 
 

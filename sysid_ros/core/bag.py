@@ -235,3 +235,14 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
     v = np.stack([r[1] for r in rows])  # (M, 5, n)
     return CommandLog(t=(t - t0_ns) * 1e-9, q_ref=v[:, 0], dq_ref=v[:, 1], tau_ff=v[:, 2],
                       kp=v[:, 3], kd=v[:, 4])
+
+
+def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
+              command_topic: str = MOTOR_COMMAND, joint_names: Sequence[str] | None = None) -> Dataset:
+    """A bag directory (MCAP/sqlite3) or a CSV file (see :func:`~sysid_ros.core.dataset.read_csv`)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        from .dataset import read_csv
+
+        return read_csv(path, joint_names=joint_names)
+    return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic)

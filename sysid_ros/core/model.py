@@ -391,7 +391,7 @@ class RobotModel:
         """
         theta = self.check_theta(theta)
         for k, b in enumerate(self.param_bodies):
-            mass, com, inertia, quat = _principal_inertial(theta[10 * k:10 * k + 10], self.body_name(b))
+            mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], self.body_name(b))
             mj.body_mass[b], mj.body_ipos[b], mj.body_inertia[b], mj.body_iquat[b] = mass, com, inertia, quat
         fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
         for (term, dof), value in self._joint_term_values(theta).items():
@@ -424,7 +424,7 @@ class RobotModel:
         inertials = {}
         for k, b in enumerate(self.param_bodies):
             name = self.body_name(b)
-            mass, com, inertia, quat = _principal_inertial(theta[10 * k:10 * k + 10], name)
+            mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], name)
             inertials[name] = {"mass": [mass], "pos": com, "quat": quat, "diaginertia": inertia}
             body = spec.body(name)
             body.explicitinertial = True
@@ -441,14 +441,14 @@ class RobotModel:
                 log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
         try:
             spec.compile()
-            xml = _full_precision(spec.to_xml(), inertials, joint_values)
+            xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
             mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
         return _write_atomic(Path(path), xml)
 
 
-def _full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
+def mjcf_full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
                     joints: dict[str, dict[str, float]]) -> str:
     """MuJoCo's XML writer keeps 6 significant digits; rewrite identified values at full precision."""
     root = ET.fromstring(xml)
@@ -469,7 +469,7 @@ def _full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """(mass, com, principal moments (3,), quat (4,)) of one body's 10 parameters."""
     try:
         mass, com, i_com = inertial_from_body_params(phi)

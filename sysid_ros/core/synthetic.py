@@ -17,6 +17,7 @@ from .errors import ModelError, SysIdError
 from .excitation import FourierTrajectory, Limits
 from .model import RobotModel, body_params_from_inertial
 from .simulation import SensorModel, simulate_mit
+from .spatial import mat_to_quat
 
 CUBE_SIDE = 0.05  # m, default payload shape: a solid cube
 
@@ -64,8 +65,8 @@ class Payload:
                 "inertia": self.inertia.tolist(), "params": self.params.tolist()}
 
 
-def with_payload(model: RobotModel, payload: Payload) -> mujoco.MjModel:
-    """The model's MuJoCo model with ``payload`` welded to its body (for simulation)."""
+def payload_spec(model: RobotModel, payload: Payload, *, name: str = "sysid_payload") -> mujoco.MjSpec:
+    """The model's MJCF (as an ``MjSpec``) with ``payload`` welded to its body as body ``name``."""
     model.body_id(payload.body)  # clear error for an unknown body
     if model.source is None:
         raise ModelError("attaching a payload needs a model loaded from an MJCF file")
@@ -73,13 +74,21 @@ def with_payload(model: RobotModel, payload: Payload) -> mujoco.MjModel:
     moments, axes = np.linalg.eigh(payload.inertia)
     if np.linalg.det(axes) < 0:
         axes[:, 0] *= -1
-    from .spatial import mat_to_quat
-
-    child = spec.body(payload.body).add_body(name="sysid_payload")
+    if not moments.min() > 0:
+        raise ModelError(f"payload principal moments {moments} must be positive")
+    child = spec.body(payload.body).add_body(name=name)
     child.explicitinertial = True
     child.mass, child.ipos, child.inertia = payload.mass, payload.com, moments
     child.iquat = mat_to_quat(axes)
-    return spec.compile()
+    return spec
+
+
+def with_payload(model: RobotModel, payload: Payload) -> mujoco.MjModel:
+    """The model's MuJoCo model with ``payload`` welded to its body (for simulation)."""
+    try:
+        return payload_spec(model, payload).compile()
+    except ValueError as exc:
+        raise ModelError(f"MuJoCo rejected the payload on {payload.body!r}: {exc}") from exc
 
 
 def true_parameters(model: RobotModel, payload: Payload | None) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 from .base_params import BaseParameters, base_parameters, random_states, reduce_regressor
-from .model import BODY_FIELDS, RobotModel, body_params_from_inertial
+from .model import BODY_FIELDS, JOINT_FIELDS, RobotModel, body_params_from_inertial
 from .regressor import body_regressor, mass_matrix_regressor, torque_regressor
 from .synthetic import CUBE_SIDE
 
@@ -67,7 +67,13 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
                    seed: int = 0) -> Target:
-    """Identify a payload rigidly attached to ``body`` (prior: 0.1 kg cube at the body origin)."""
+    """Identify a payload rigidly attached to ``body`` (prior: 0.1 kg cube at the body origin).
+
+    The arm is known: its torque uses every parameter of the MJCF, joint terms included
+    (armature, damping, friction loss), whatever joint terms ``model`` was built with.
+    """
+    if set(model.joint_terms) != set(JOINT_FIELDS):
+        model = RobotModel(model.mj, joint_terms=JOINT_FIELDS, source=model.source)
     bid = model.body_id(body) if isinstance(body, str) else int(body)
     names = tuple(f"payload.{f}" for f in BODY_FIELDS)
     if prior is None:

@@ -47,11 +47,12 @@ class ConvexSolution:
     solve_time: float
     objective: float
     multipliers: dict[str, float] = field(default_factory=dict)
+    active: list[str] = field(default_factory=list)
 
-    def binding(self, tol: float = 1e-6) -> list[str]:
-        """Constraints whose multiplier is not ~0 (active, possibly over-restrictive)."""
-        top = max(self.multipliers.values(), default=0.0)
-        return [k for k, v in self.multipliers.items() if v > tol * max(1.0, top)]
+    def binding(self) -> list[str]:
+        """Constraints at their boundary with a non-zero multiplier: the data pull the estimate
+        out of the feasible set there (the constraint is shaping the result)."""
+        return [k for k in self.active if self.multipliers.get(k, 0.0) > 0.0]
 
 
 class ConvexProgram:
@@ -139,7 +140,18 @@ class ConvexProgram:
             mult[label] = 0.0 if dual is None else float(np.max(np.abs(dual)))
         theta = self.scale * np.array(self.theta_scaled.value, dtype=float)
         return ConvexSolution(theta, problem.status, solver, time.perf_counter() - start,
-                              float(problem.value), mult)
+                              float(problem.value), mult, self._active(theta))
+
+    def _active(self, theta: np.ndarray, rel: float = 1e-6) -> list[str]:
+        """Constraints (nearly) at their boundary at ``theta``."""
+        out = []
+        for label, sl in self.target.body_blocks:
+            lam = np.linalg.eigvalsh(pseudo_inertia(theta[sl]))
+            if lam[0] <= rel * lam[-1]:
+                out.append(f"{label}.J")
+        top = max(float(np.max(np.abs(theta))), 1e-300)
+        out += [self.target.names[int(i)] for i in self.target.nonnegative if theta[int(i)] <= rel * top]
+        return out
 
 
 _PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas": 1e-11,
