@@ -27,7 +27,7 @@ import numpy as np
 from .core import base_parameters, run_offline_pipeline
 from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from .core.errors import SysIdError
-from .core.identify import METHODS, IdentifyOptions, identify, prepare
+from .core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
 from .core.model import RobotModel
 from .core.preprocessing import Preprocessing
 from .core.report import summary, write_outputs
@@ -149,8 +149,9 @@ def _identify(args: argparse.Namespace) -> int:
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names)
-    result = identify(ds, target, options)
+    check_method(args.method)
     prep = prepare(ds, target, settings, min_speed=options.min_speed)
+    result = run_method(prep, options)
     val_prep = None
     if args.validate:
         val = read_data(args.validate, joint_states_topic=args.joint_states_topic,

@@ -172,7 +172,7 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
             if cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE:
                 command = _read_commands(reader, cmd_conn, store, states["names"], states["t0_ns"],
                                          path, command_topic)
-    except ReaderError as exc:
+    except (ReaderError, FileNotFoundError) as exc:
         raise DataError(f"{path}: not a readable rosbag2 bag ({exc})") from exc
     truth = None
     truth_path = path / TRUTH_FILE

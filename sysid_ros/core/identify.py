@@ -105,15 +105,24 @@ def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None =
              ) -> IdentificationResult:
     """Identify ``target``'s parameters from ``dataset`` with ``options.method``."""
     options = options or IdentifyOptions()
-    if options.method not in METHODS:
-        raise IdentificationError(f"unknown method {options.method!r}; expected one of {list(METHODS)}")
+    check_method(options.method)
+    return run_method(prepare(dataset, target, options.preprocessing, min_speed=options.min_speed),
+                      options)
+
+
+def check_method(method: str) -> None:
+    if method not in METHODS:
+        raise IdentificationError(f"unknown method {method!r}; expected one of {list(METHODS)}")
+
+
+def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult:
+    """Run ``options.method`` on already prepared data (see :func:`prepare`)."""
+    check_method(options.method)
     say = options.progress or (lambda msg: log.info("%s", msg))
     start = time.perf_counter()
-    prep = prepare(dataset, target, options.preprocessing, min_speed=options.min_speed)
     say(f"{len(prep.t)} samples after filtering and decimation ({prep.conditioned.fs:.0f} Hz in), "
         f"{int(prep.mask.sum())} regression rows, method {options.method}")
-    solver = _METHOD_TABLE[options.method]
-    result = solver(prep, options, say)
+    result = _METHOD_TABLE[options.method](prep, options, say)
     result = replace(result, joint_names=prep.dataset.joint_names)
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
     return result

@@ -9,8 +9,9 @@ seed eqs. 17–19) and ``Fc, Fv, Ia ≥ 0`` per joint. Objectives (dual-metric s
 * ``wls_pullback`` Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b ‖J₀^{-½}(J − J₀)J₀^{-½}‖_F²  (constant pullback)
 * ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33)
 
-Standard parameters are not all identifiable; a tiny pull-back term toward the prior (weight
-``tie_break``) selects one of the equally good solutions without moving the base parameters.
+Standard parameters are not all identifiable; a small pull toward the prior along the null space
+of the base-parameter map (directions that change no base parameter) selects one of the equally
+good solutions without biasing any base parameter.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 
 #: smallest eigenvalue enforced on every pseudo-inertia [SI]; strictly consistent results
 CONSISTENCY_MARGIN = 1e-9
-#: weight of the prior pull-back that only breaks ties among equally good solutions
-TIE_BREAK = 1e-12
+#: weight of the pull toward the prior along unidentifiable directions (breaks ties only),
+#: relative to the size of the data term at the unconstrained least-squares solution
+TIE_BREAK = 1e-6
 
 
 @dataclass
@@ -76,6 +78,15 @@ class ConvexProgram:
             for i in target.nonnegative:
                 self.constraints.append(self.theta[int(i)] >= 0)
                 self.labels.append(target.names[int(i)])
+
+    def tie_break(self) -> cp.Expression:
+        """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``B·diag(scale)``: moves
+        only what no measurement can see."""
+        null = scipy.linalg.null_space(self.target.base.matrix * self.scale)
+        if null.shape[1] == 0:
+            return cp.Constant(0.0)
+        prior_scaled = self.target.prior / self.scale
+        return cp.sum_squares(null.T @ (self.theta_scaled - prior_scaled))
 
     def pullback(self) -> cp.Expression:
         """Σ_b ‖J₀^{-½} (J(φ) − J₀) J₀^{-½}‖_F² (+ ‖ψ − ψ₀‖² for the remaining parameters,
@@ -201,7 +212,9 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
         raise IdentificationError(f"unknown regulariser {regularizer!r}")
     if regularizer is None or weight <= 0:
         # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
-        return prog.solve(cp.norm(r @ prog.theta - c, 2) + TIE_BREAK * prog.pullback())
+        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
+        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
+        return prog.solve(cp.norm(r @ prog.theta - c, 2) + TIE_BREAK * rho * prog.tie_break())
     reg = prog.logdet_divergence() if regularizer == "logdet" else prog.pullback()
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
 
@@ -245,7 +258,12 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
     with warnings.catch_warnings():  # cvxpy notes it uses its SciPy backend for 3-D expressions
         warnings.simplefilter("ignore", UserWarning)
         lmis = [cp.constraints.PSD(stacked)]
-    objective = cp.sum(s) / k + TIE_BREAK * prog.pullback()
+    # size of the data term at the unconstrained least-squares β, metric of the prior
+    beta_ls = np.linalg.lstsq(yb.reshape(-1, base.rank), tau.reshape(-1), rcond=None)[0]
+    r_ls = (yb @ beta_ls - tau) / sigma
+    m_prior = (m_known + ym @ target.prior) / mu
+    data_ls = float(np.mean(np.einsum("ki,ki->k", r_ls, np.linalg.solve(m_prior, r_ls[..., None])[..., 0])))
+    objective = cp.sum(s) / k + TIE_BREAK * max(data_ls, 1e-16) * prog.tie_break()
     if regularizer == "logdet" and weight > 0:
         objective = objective + weight * prog.logdet_divergence()
     elif regularizer == "pullback" and weight > 0:

@@ -1,0 +1,36 @@
+"""Start the batch_solver node: `ros2 launch sysid_ros batch_solver.launch.py data_root:=~/bags`.
+
+Then: `ros2 service call /batch_solve sysid_ros/srv/BatchSolve "{bag_path: run1, method: pc_iv}"`.
+"""
+
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
+
+
+def generate_launch_description() -> LaunchDescription:
+    config = PathJoinSubstitution([FindPackageShare("sysid_ros"), "config", "batch_solver.yaml"])
+    args = [
+        DeclareLaunchArgument("config", default_value=config, description="parameter file"),
+        DeclareLaunchArgument("data_root", default_value="sysid_data",
+                              description="folder of the bags (requests are relative to it)"),
+        DeclareLaunchArgument("output_root", default_value="sysid_results",
+                              description="results are written only under this folder"),
+        DeclareLaunchArgument("model_path", default_value="",
+                              description="MJCF of the robot ('' = the package's default robot)"),
+    ]
+    node = Node(
+        package="sysid_ros",
+        executable="batch_solver",
+        name="batch_solver",
+        output="screen",
+        parameters=[LaunchConfiguration("config"), {
+            "data_root": LaunchConfiguration("data_root"),
+            "output_root": LaunchConfiguration("output_root"),
+            "model_path": LaunchConfiguration("model_path"),
+        }],
+    )
+    return LaunchDescription([*args, node])

@@ -1,0 +1,199 @@
+"""Node ``batch_solver``: the ``BatchSolve`` service on recorded bags (and CSV files).
+
+Requests name a bag relative to the configured ``data_root`` and an output folder relative to
+``output_root``; paths resolving outside them are refused. The solve runs in a worker thread of a
+multi-threaded executor, so the node keeps serving; a second request while one is running is
+refused with a clear message. The latest estimate is also published (latched) on
+``~/estimate``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from sysid_ros.msg import ParameterEstimate
+from sysid_ros.srv import BatchSolve
+
+from ..cli import joint_terms
+from ..core.bag import read_data
+from ..core.consistency import logdet_divergence, model_divergence
+from ..core.errors import SysIdError
+from ..core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
+from ..core.model import RobotModel
+from ..core.preprocessing import Preprocessing
+from ..core.report import write_outputs
+from ..core.target import arm_target, payload_target
+from ..resources import default_robot_path
+from .conversions import estimate_message
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def resolve_inside(root: Path, given: str, what: str) -> Path:
+    """``given`` (relative to ``root``, or absolute inside it) as an absolute path; refuses paths
+    that leave ``root`` (``..``, symlinks, absolute paths elsewhere)."""
+    if not given:
+        raise SysIdError(f"{what} is empty")
+    root = root.expanduser().resolve()
+    path = Path(given).expanduser()
+    candidate = (path if path.is_absolute() else root / path).resolve()
+    if not candidate.is_relative_to(root):
+        raise SysIdError(f"{what} {given!r} resolves to {candidate}, outside {root}; refused")
+    return candidate
+
+
+class BatchSolverNode(Node):
+    """Thin ROS facade over :func:`sysid_ros.core.identify.run_method`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("batch_solver", **kwargs)
+        for name, default, description in (
+            ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
+            ("output_root", "sysid_results", "results are written only under this folder"),
+            ("model_path", "", "default MJCF (empty: the package's default robot)"),
+            ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
+            ("motor_command_topic", "/motor_command", "default MotorCommand topic in the bags"),
+            ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
+            ("max_samples", 2000, "samples kept for the dual-metric SDP"),
+            ("plots", True, "write PNG plots with each result"),
+        ):
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        self.add_on_set_parameters_callback(self._validate)
+        self._busy = threading.Lock()
+        self._current = ""
+        group = ReentrantCallbackGroup()
+        self._service = self.create_service(BatchSolve, "batch_solve", self._on_request,
+                                            callback_group=group)
+        self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
+        self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
+                               f"output_root={self._output_root()}, methods {list(METHODS)}")
+
+    # -------------------------------------------------------------------------------- params
+    def _validate(self, params) -> SetParametersResult:
+        for prm in params:
+            if prm.name == "bandwidth" and not prm.value > 0:
+                return SetParametersResult(successful=False,
+                                           reason=f"bandwidth must be > 0 Hz, got {prm.value}")
+            if prm.name == "max_samples" and prm.value < 10:
+                return SetParametersResult(successful=False,
+                                           reason=f"max_samples must be >= 10, got {prm.value}")
+            if prm.name in ("data_root", "output_root") and not prm.value:
+                return SetParametersResult(successful=False, reason=f"{prm.name} must not be empty")
+        return SetParametersResult(successful=True)
+
+    def _get(self, name: str):
+        return self.get_parameter(name).value
+
+    def _data_root(self) -> Path:
+        return Path(self._get("data_root")).expanduser().resolve()
+
+    def _output_root(self) -> Path:
+        return Path(self._get("output_root")).expanduser().resolve()
+
+    # ------------------------------------------------------------------------------ service
+    def _on_request(self, request: BatchSolve.Request, response: BatchSolve.Response):
+        if not self._busy.acquire(blocking=False):
+            response.success = False
+            response.message = f"busy: another solve is running ({self._current}); try again later"
+            return response
+        start = time.perf_counter()
+        try:
+            self._current = f"{request.method or 'ols'} on {request.bag_path!r}"
+            self._solve(request, response)
+        except SysIdError as exc:
+            response.success = False
+            response.message = str(exc)
+            self.get_logger().warning(f"BatchSolve refused or failed: {exc}")
+        except Exception as exc:  # keep serving; report the unexpected with its location
+            response.success = False
+            response.message = f"internal error: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"BatchSolve crashed:\n{traceback.format_exc()}")
+        finally:
+            response.solve_time = time.perf_counter() - start
+            self._current = ""
+            self._busy.release()
+        return response
+
+    def _solve(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
+        method = request.method or "ols"
+        check_method(method)
+        bag = resolve_inside(self._data_root(), request.bag_path, "bag_path")
+        if not bag.exists():
+            raise SysIdError(f"bag {request.bag_path!r} not found under {self._data_root()}")
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}-{method}-{stamp}",
+                             "output_dir")
+        model_path = request.model_path or self._get("model_path") or str(default_robot_path())
+        model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
+                                                                         request.armature))
+        target = (payload_target(model, request.payload_body) if request.payload_body
+                  else arm_target(model))
+        settings = Preprocessing(bandwidth=float(self._get("bandwidth")))
+        options = IdentifyOptions(method=method, preprocessing=settings,
+                                  regularization=float(request.regularization_weight),
+                                  max_samples=int(self._get("max_samples")),
+                                  progress=lambda msg: self.get_logger().info(msg))
+        ds = read_data(bag,
+                       joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
+                       command_topic=request.motor_command_topic or self._get("motor_command_topic"),
+                       joint_names=model.dof_joint_names)
+        prep = prepare(ds, target, settings, min_speed=options.min_speed)
+        result = run_method(prep, options)
+        paths = write_outputs(out, result, target, prep, plots=bool(self._get("plots")))
+        doc = json.loads((out / "result.json").read_text())
+        exported = doc["exported_parameters"]["values"]
+        values = [exported[n] for n in target.names]
+        prior_div = math.nan
+        try:
+            prior_div = (model_divergence(target.model, values, target.prior) if target.kind == "arm"
+                         else logdet_divergence(values, target.prior))
+        except (SysIdError, ValueError):
+            pass
+        truth = (doc.get("truth_comparison") or {}).get("divergence_to_truth", math.nan)
+        cons = doc["diagnostics"].get("consistency", {}).get("consistent", False)
+        response.estimate = estimate_message(
+            ParameterEstimate, result, names=target.names, values=values,
+            target=target.kind if target.kind == "arm" else target.model.body_name(target.body),
+            consistent=bool(cons), divergence_to_prior=prior_div, divergence_to_truth=truth,
+            stamp=self.get_clock().now().to_msg())
+        response.output_files = [str(p) for p in paths]
+        response.success = True
+        response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "
+                            f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
+        self._publisher.publish(response.estimate)
+        self.get_logger().info(response.message)
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    executor = MultiThreadedExecutor(num_threads=2)
+    try:
+        node = BatchSolverNode()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
