@@ -207,10 +207,10 @@ def _regularised(kind: str) -> Callable:
 
 
 def _dual_metric(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
-    k = len(prep.t)
-    sel = np.unique(np.linspace(0, k - 1, min(k, options.max_samples)).round().astype(int))
-    # samples where a Coulomb row is unreliable are left out of the dual-metric sum
-    sel = sel[prep.mask[sel].all(axis=1)] if not prep.mask.all() else sel
+    # samples where a Coulomb row is unreliable are left out; up to max_samples, evenly spread
+    usable = np.flatnonzero(prep.mask.all(axis=1))
+    pick = np.linspace(0, len(usable) - 1, min(len(usable), options.max_samples)).round().astype(int)
+    sel = usable[np.unique(pick)] if usable.size else usable
     if sel.size < prep.target.base.rank // max(1, prep.y.shape[1]) + 1:
         raise IdentificationError(f"only {sel.size} usable samples for the dual-metric SDP")
     say(f"dual-metric SDP on {sel.size} samples ({sel.size} LMIs of size {prep.y.shape[1] + 1})")
@@ -236,16 +236,15 @@ def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
         raise DataError(f"{ds.source}: the IV methods need the recorded MotorCommand topic "
                         "(reference and gains); none was found")
     model = target.model
-    dt = max(1.0 / prep.conditioned.fs, float(model.mj.opt.timestep))
-    t_sim = np.arange(ds.t[0], ds.t[-1], dt)
-    cmd = ds.command.at(t_sim)
-    if not (np.all(np.isfinite(cmd.kp)) and np.all(np.isfinite(cmd.kd))):
+    if not (np.all(np.isfinite(ds.command.kp)) and np.all(np.isfinite(ds.command.kd))):
         raise DataError(f"{ds.source}: the recorded commands carry no kp/kd gains")
     mj = _simulation_model(target, theta)
-    q_s, dq_s, ddq_s, _, _ = run_mit(mj, cmd.q_ref, cmd.dq_ref, cmd.tau_ff, cmd.kp, cmd.kd,
-                                     model.torque_limits(), dt=dt, q0=prep.conditioned.q[0],
-                                     dq0=prep.conditioned.dq[0])
-    z_full, _ = target.regressor(q_s, dq_s, ddq_s)
+    dt = _instrument_step(mj, prep, ds.command.kp.max(axis=0), ds.command.kd.max(axis=0))
+    t_sim = np.arange(ds.t[0], ds.t[-1], dt)
+    cmd = ds.command.at(t_sim)
+    run = run_mit(mj, cmd.q_ref, cmd.dq_ref, cmd.tau_ff, cmd.kp, cmd.kd, model.torque_limits(),
+                  dt=dt, q0=prep.conditioned.q[0], dq0=prep.conditioned.dq[0])
+    z_full, _ = target.regressor(run.q_true, run.dq_true, run.ddq)
     zb = target.base.columns(z_full)
     fs_sim = 1.0 / dt
     # the same parallel low-pass as X, applied at the simulation rate
@@ -256,6 +255,23 @@ def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
     w = ((prep.t - t_sim[idx - 1]) / dt).clip(0.0, 1.0)[:, None]
     z = zf[idx - 1] * (1 - w) + zf[idx] * w
     return z.reshape(len(prep.t), prep.y.shape[1], -1)
+
+
+def _instrument_step(mj, prep: Prepared, kp: np.ndarray, kd: np.ndarray) -> float:
+    """Largest multiple of the data period, at most the model's time step, that keeps the explicit
+    PD loop well resolved: ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint."""
+    import mujoco
+
+    data = mujoco.MjData(mj)
+    data.qpos[:] = prep.conditioned.q[0]
+    mujoco.mj_forward(mj, data)
+    full = np.zeros((mj.nv, mj.nv))
+    mujoco.mj_fullM(mj, data, full)
+    inertia = np.maximum(np.diag(full), 1e-9)
+    rate = float(np.max(kd / inertia + np.sqrt(kp / inertia)))
+    period = 1.0 / prep.conditioned.fs
+    limit = min(float(mj.opt.timestep), 0.3 / max(rate, 1e-9))
+    return period * max(1, int(limit / period))
 
 
 def _simulation_model(target: Target, theta: np.ndarray):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -68,7 +69,8 @@ class Recording:
 
     ``t (N,)``; ``q (N, nq)``; ``dq``, ``ddq``, ``tau`` (applied torque) ``(N, nv)``; the reference
     ``q_ref``, ``dq_ref``, ``tau_ff`` ``(N, nv)`` and the gains ``kp``, ``kd`` ``(nv,)``;
-    ``saturated (N, nv)``: the torque limit clipped the command.
+    ``saturated (N, nv)``: the torque limit clipped the command; ``q_true``/``dq_true`` the state
+    before measurement noise and quantisation.
     """
 
     t: np.ndarray
@@ -82,6 +84,8 @@ class Recording:
     kp: np.ndarray
     kd: np.ndarray
     saturated: np.ndarray
+    q_true: np.ndarray | None = None
+    dq_true: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.t)
@@ -130,17 +134,30 @@ def simulate_mit(
     kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (model.nv,)).copy()
     limit = model.torque_limits()
 
-    q, dq, ddq, tau, sat = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt,
-                                   q0=q_ref[0], dq0=dq_ref[0], sensor=sensor,
-                                   solver_tolerance=solver_tolerance, decimation=decimation)
+    run = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt, q0=q_ref[0], dq0=dq_ref[0],
+                  sensor=sensor, solver_tolerance=solver_tolerance, decimation=decimation)
     sl = slice(None, None, decimation)
-    return Recording(t[sl], q, dq, ddq, tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v, kd_v, sat)
+    return Recording(t[sl], run.q, run.dq, run.ddq, run.tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v,
+                     kd_v, run.saturated, run.q_true, run.dq_true)
+
+
+class SimulatedRun(NamedTuple):
+    """Recorded steps of :func:`run_mit`: measured ``q``, ``dq``, ``tau``; true ``ddq``,
+    ``q_true``, ``dq_true``; ``saturated`` where the torque limit clipped the command."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau: np.ndarray
+    saturated: np.ndarray
+    q_true: np.ndarray
+    dq_true: np.ndarray
 
 
 def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: np.ndarray,
             kp: np.ndarray, kd: np.ndarray, limit: np.ndarray, *, dt: float, q0: np.ndarray,
             dq0: np.ndarray, sensor: SensorModel | None = None, solver_tolerance: float = 1e-12,
-            decimation: int = 1) -> tuple[np.ndarray, ...]:
+            decimation: int = 1) -> SimulatedRun:
     """Step ``mj`` under the MIT law for every row of the commands (``(K, nv)``; ``kp``/``kd``
     ``(nv,)`` or ``(K, nv)``) with time step ``dt``. Returns recorded ``(q, dq, ddq, tau,
     saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq).
@@ -165,7 +182,7 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
     data.qpos[:] = q0
     data.qvel[:] = dq0
     n_rec = (steps + decimation - 1) // decimation
-    rec = {k: np.empty((n_rec, nv)) for k in ("q", "dq", "ddq", "tau")}
+    rec = {k: np.empty((n_rec, nv)) for k in ("q", "dq", "ddq", "tau", "q_true", "dq_true")}
     sat = np.zeros((n_rec, nv), dtype=bool)
     for k in range(steps):
         q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
@@ -181,6 +198,7 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
         if record:
             i = k // decimation
             rec["q"][i], rec["dq"][i] = q_meas, dq_meas
+            rec["q_true"][i], rec["dq_true"][i] = data.qpos, data.qvel
             noise = sensor.torque_noise * rng.standard_normal(nv) if sensor.torque_noise else 0.0
             rec["tau"][i] = tau + noise
             sat[i] = tau != cmd
@@ -189,7 +207,7 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
             rec["ddq"][k // decimation] = data.qacc
         if not np.all(np.isfinite(data.qpos)):
             raise SysIdError(f"the simulation diverged at step {k} (t={k * dt:.3f} s)")
-    return rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat
+    return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
 
 
 def _copy(mj: mujoco.MjModel) -> mujoco.MjModel:

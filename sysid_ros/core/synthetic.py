@@ -130,4 +130,4 @@ def simulate_dataset(model: RobotModel, *, duration: float = 30.0, seed: int = 0
     }
     return Dataset(rec.t, model.dof_joint_names, rec.q, rec.dq, rec.tau,
                    source=f"simulation of {Path(model.source or 'model').name}", command=command,
-                   truth=truth, meta={"ddq_true": rec.ddq})
+                   truth=truth, meta={"q_true": rec.q_true, "dq_true": rec.dq_true, "ddq_true": rec.ddq})
