@@ -2,10 +2,10 @@
 """Constrained-IV seed, second scenario: identification with downgraded position data.
 
 A 6-DOF arm (UR5e) under closed-loop PD (20 Hz bandwidth, the TX40's wrist loops), positions
-quantised to 2e-2 degree
-per count inside the loop, 8 s recorded at 5 kHz; velocities and accelerations are differentiated
-from the quantised positions, as on the seed's TX40. LS, IV, PC-LS and PC-IV estimates are
-scored as in the seed's Tables III-IV by the relative torque error per joint,
+quantised to 2e-2 degree per count inside the loop, 8 s recorded at 5 kHz; velocities and
+accelerations are differentiated from the quantised positions, as on the seed's TX40. LS, IV,
+PC-LS and PC-IV estimates are scored as in the seed's Tables III-IV by the relative torque error
+per joint,
 100 ||y_j - X_j b|| / ||y_j||, with X built from the true (unquantised) motion:
 "direct" on the identification run, "cross-validation" on three other trajectories.
 
