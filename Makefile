@@ -19,7 +19,8 @@ lint: setup
 	@$(ENV) && ruff check .
 
 bench: setup
-	@$(ENV) && python benchmarks/regressor.py
+	@$(ENV) && for b in regressor batch_speed iv_downgraded dual_metric; do \
+	  echo "== benchmarks/$$b.py"; python benchmarks/$$b.py; done
 
 clean:
 	rm -rf build install log out .pytest_cache .ruff_cache

@@ -59,10 +59,16 @@ class BaseParameters:
         return theta
 
     def as_dict(self) -> dict:
+        """Rank, names, and the regrouping ``β = θ_independent + K θ_dependent`` (K by name)."""
+        dependent = [self.param_names[i] for i in self.dependent]
         return {
             "rank": self.rank,
             "names": list(self.names),
             "independent": [self.param_names[i] for i in self.independent],
+            "dependent": dependent,
+            "regrouping": {
+                self.param_names[i]: {d: float(k) for d, k in zip(dependent, row, strict=True) if k}
+                for i, row in zip(self.independent, self.regrouping, strict=True)},
             "condition_number": self.condition_number,
         }
 
