@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel  # noqa: E402
+from sysid_ros.core.dataset import CommandLog, Dataset  # noqa: E402
 from sysid_ros.core.excitation import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.identify import IdentifyOptions, prepare, run_method  # noqa: E402
 from sysid_ros.core.preprocessing import Preprocessing  # noqa: E402
-from sysid_ros.core.simulation import SensorModel, default_gains  # noqa: E402
+from sysid_ros.core.simulation import SensorModel, default_gains, simulate_mit  # noqa: E402
 from sysid_ros.core.target import arm_target  # noqa: E402
 
 METHODS = (("LS", "ols"), ("IV", "iv"), ("PC-LS", "pc_ls"), ("PC-IV", "pc_iv"))
@@ -40,9 +41,6 @@ def run(model: RobotModel, seed: int, args, resolution: float):
     kp, kd = default_gains(model, bandwidth_hz=args.bandwidth)
     traj = FourierTrajectory.random(Limits.of(model, acceleration=args.acceleration), seed=seed,
                                     period=args.duration)
-    from sysid_ros.core.dataset import CommandLog, Dataset
-    from sysid_ros.core.simulation import simulate_mit
-
     rec = simulate_mit(model, traj, args.duration, kp=kp, kd=kd, timestep=1.0 / args.rate,
                        sensor=SensorModel(encoder_resolution=resolution, torque_noise=args.torque_noise,
                                           velocity_noise=args.velocity_noise, seed=seed))

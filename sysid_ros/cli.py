@@ -143,7 +143,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
     target = payload_target(model, args.payload_only) if args.payload_only else arm_target(model)
-    settings = Preprocessing(bandwidth=args.bandwidth)
+    settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
+                             velocity=args.velocity)
     options = IdentifyOptions(method=args.method, preprocessing=settings,
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
@@ -212,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--armature", action="store_true", help="identify rotor inertia per joint")
     p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
     p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")
+    p.add_argument("--differentiator", choices=("central", "savgol"), default="central",
+                   help="positions to velocity/acceleration")
+    p.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
+                   help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
     p.add_argument("--joint-states-topic", default="/joint_states")
