@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from ..consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
 from ..errors import DataError, SysIdError
@@ -41,13 +40,13 @@ class RLSLogDet:
 
     ``alpha``: regularisation strength; ``beta``: weight of the quadratic term for parameters
     outside the bodies (friction, rotor inertia); ``weight``: scalar or per-row weight W;
-    ``forgetting`` λ; ``max_iter``/``tol``: Newton bounds; ``fraction``: of the distance to the
-    boundary a step may go.
+    ``forgetting`` λ; ``max_iter``/``tol``: Newton bounds (stop when the Newton decrement λ²/2 is below
+    ``tol`` relative to the data term); ``fraction``: of the distance to the boundary a step may go.
     """
 
     def __init__(self, prior: np.ndarray, blocks: Sequence[slice], *, alpha: float = 0.1,
                  beta: float = 1e-3, weight: float | np.ndarray = 1.0, forgetting: float = 1.0,
-                 max_iter: int = 10, tol: float = 1e-12, fraction: float = 0.99) -> None:
+                 max_iter: int = 10, tol: float = 1e-9, fraction: float = 0.99) -> None:
         prior = np.asarray(prior, dtype=float)
         self.prior = prior.copy()
         self.blocks = tuple(blocks)
@@ -61,6 +60,10 @@ class RLSLogDet:
         covered = np.zeros(p, dtype=bool)
         covered[self._body_idx.ravel()] = True
         self._rest = np.flatnonzero(~covered)
+        # flat positions of every body's 10×10 Hessian block in the p×p Hessian
+        self._block_flat = np.concatenate([(idx[:, None] * p + idx[None, :]).ravel()
+                                           for idx in self._body_idx]) if len(self.blocks) else \
+            np.zeros(0, dtype=int)
         j0 = pseudo_inertia(prior[self._body_idx])
         if np.any(np.linalg.eigvalsh(j0)[:, 0] <= 0):
             raise SysIdError("the prior is not physically consistent (a pseudo-inertia is not ≻ 0)")
@@ -79,55 +82,61 @@ class RLSLogDet:
         self.omega = np.zeros((p, p))
         self.b = np.zeros(p)
         self.theta = self.prior.copy()
+        self._theta_chol = self._chol(self.theta)
         self.samples = 0
 
     # ------------------------------------------------------------------ regulariser pieces
+    def _pseudo(self, theta: np.ndarray) -> np.ndarray:
+        """Pseudo-inertias ``(B, 4, 4)`` of the bodies of ``theta``."""
+        return (theta[self._body_idx] @ _E16).reshape(-1, 4, 4)
+
     def _chol(self, theta: np.ndarray) -> np.ndarray | None:
         """Cholesky factors ``(B, 4, 4)`` of every J, or None if one is not ≻ 0."""
         try:
-            return np.linalg.cholesky(pseudo_inertia(theta[self._body_idx]))
+            return np.linalg.cholesky(self._pseudo(theta))
         except np.linalg.LinAlgError:
             return None
 
-    def _grad_hess(self, theta: np.ndarray, chol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = theta.shape[0]
-        g = np.zeros(p)
-        h = np.zeros((p, p))
-        l_inv = np.linalg.inv(chol)
+    def _grad_hess(self, theta: np.ndarray, l_inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of α⁻¹·R at θ, with ``l_inv = L⁻¹`` of every body's J."""
         j_inv = np.swapaxes(l_inv, 1, 2) @ l_inv  # J⁻¹ = L⁻ᵀ L⁻¹
-        g_bodies = self._grad0 - np.einsum("nk,bk->bn", _E16, j_inv.reshape(-1, 16))
+        g = np.zeros(theta.shape[0])
+        g[self._body_idx] = self._grad0 - j_inv.reshape(-1, 16) @ _E16.T
         # H_mn = tr(P E_m P E_n) = vec(E_m)ᵀ (P ⊗ P) vec(E_n)
-        kron = np.einsum("bij,bkl->bikjl", j_inv, j_inv).reshape(len(chol), 16, 16)
-        h_bodies = np.einsum("mk,bkl,nl->bmn", _E16, kron, _E16)
-        for k, idx in enumerate(self._body_idx):
-            g[idx] = g_bodies[k]
-            h[np.ix_(idx, idx)] = h_bodies[k]
+        kron = (j_inv[:, :, None, :, None] * j_inv[:, None, :, None, :]).reshape(-1, 16, 16)
+        h = np.zeros((theta.shape[0], theta.shape[0]))
+        h.reshape(-1)[self._block_flat] = (_E16 @ kron @ _E16.T).reshape(-1)
         if self._rest.size:
             g[self._rest] = self.beta * (theta[self._rest] - self.prior[self._rest])
             h[self._rest, self._rest] = self.beta
         return g, h
 
-    def _max_step(self, chol: np.ndarray, delta: np.ndarray) -> float:
-        """Largest s with J(θ + s δ) ⪰ 0 for every body: 1 / max eig(−L⁻¹ J(δ) L⁻ᵀ)."""
-        dj = pseudo_inertia(delta[self._body_idx])
-        m = np.linalg.solve(chol, np.linalg.solve(chol, dj).swapaxes(1, 2))  # L⁻¹ dJ L⁻ᵀ
-        worst = float(np.max(np.linalg.eigvalsh(-0.5 * (m + m.swapaxes(1, 2)))[:, -1]))
-        return np.inf if worst <= 0 else 1.0 / worst
+    def _step_length(self, theta: np.ndarray, delta: np.ndarray, l_inv: np.ndarray) -> float:
+        """min(1, fraction·s_max) with s_max the largest s keeping every J(θ + s δ) ⪰ 0."""
+        if self._chol(theta + delta / self.fraction) is not None:
+            return 1.0  # the full step stays well inside: no eigenvalues needed
+        m = l_inv @ self._pseudo(delta) @ np.swapaxes(l_inv, 1, 2)  # L⁻¹ J(δ) L⁻ᵀ
+        worst = float(np.max(np.linalg.eigvalsh(-m)[:, -1]))
+        return 1.0 if worst <= 0 else min(1.0, self.fraction / worst)
 
     # ------------------------------------------------------------------------------- update
     def update(self, a: np.ndarray, y: np.ndarray) -> LogDetStep:
         """Fold in rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser."""
-        a = np.atleast_2d(np.asarray(a, dtype=float))
-        y = np.atleast_1d(np.asarray(y, dtype=float))
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(y))):
+        a = np.asarray(a, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if a.ndim == 1:
+            a, y = a[None], np.atleast_1d(y)
+        if not (np.isfinite(a).all() and np.isfinite(y).all()):
             raise DataError("non-finite regressor row or output: sample rejected")
-        w = np.broadcast_to(np.asarray(self.weight, dtype=float), (a.shape[0],))
-        aw = a.T * w
-        self.omega = self.forgetting * self.omega + aw @ a
-        self.b = self.forgetting * self.b + aw @ y
+        aw = a.T * self.weight if np.ndim(self.weight) == 0 else a.T * np.asarray(self.weight)
+        if self.forgetting < 1.0:
+            self.omega *= self.forgetting
+            self.b *= self.forgetting
+        self.omega += aw @ a
+        self.b += aw @ y
         self.samples += 1
         theta = self.theta
-        chol = self._chol(theta)
+        chol = self._theta_chol
         if chol is None:  # cannot happen after a successful update; be safe after a reset
             raise SysIdError("the current estimate left the physically consistent set")
         cut = False
@@ -135,28 +144,25 @@ class RLSLogDet:
         iterations = 0
         while iterations < self.max_iter:
             iterations += 1
-            g_r, h_r = self._grad_hess(theta, chol)
+            l_inv = np.linalg.inv(chol)
+            g_r, h_r = self._grad_hess(theta, l_inv)
             grad = self.omega @ theta - self.b + self.alpha * g_r
-            hess = self.omega + self.alpha * h_r
-            try:
-                delta = -scipy.linalg.cho_solve(scipy.linalg.cho_factor(hess), grad)
-            except np.linalg.LinAlgError:
-                delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
+            delta = -np.linalg.solve(self.omega + self.alpha * h_r, grad)
             decrement = float(-grad @ delta) / 2.0
-            s = min(1.0, self.fraction * self._max_step(chol, delta))
-            cut |= s < 1.0
-            candidate = theta + s * delta
+            step = self._step_length(theta, delta, l_inv)
+            cut |= step < 1.0
+            candidate = theta + step * delta
             new_chol = self._chol(candidate)
             while new_chol is None:  # numerical safety: halve until strictly inside
-                s *= 0.5
+                step *= 0.5
                 cut = True
-                candidate = theta + s * delta
+                candidate = theta + step * delta
                 new_chol = self._chol(candidate)
             theta, chol = candidate, new_chol
             if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
                 break
-        self.theta = theta
-        mins = np.linalg.eigvalsh(pseudo_inertia(theta[self._body_idx]))[:, 0]
+        self.theta, self._theta_chol = theta, chol
+        mins = np.linalg.eigvalsh(self._pseudo(theta))[:, 0]
         return LogDetStep(iterations, decrement, mins, cut)
 
     def divergence_to(self, reference: np.ndarray) -> float:
