@@ -39,15 +39,16 @@ class Limits:
            acceleration: float | np.ndarray = 8.0, unlimited_range: float = np.pi) -> Limits:
         """Limits of a model: joint ranges (``±unlimited_range`` where none), motor velocity and
         torque limits where the model names its motors, else ``velocity`` (default 2 rad/s)."""
-        lo, hi = model.joint_limits()
+        act = model.dof_indices  # the commanded (hinge/slide) joints; a free base is not excited
+        lo, hi = (x[act] for x in model.joint_limits())
         lo = np.where(np.isfinite(lo), lo, -unlimited_range)
         hi = np.where(np.isfinite(hi), hi, unlimited_range)
-        vel = model.velocity_limits()
+        vel = model.velocity_limits()[act]
         default_v = 2.0 if velocity is None else velocity
         vel = np.where(np.isfinite(vel), vel, default_v) if velocity is None else \
             np.minimum(vel, np.broadcast_to(velocity, vel.shape))
-        acc = np.broadcast_to(np.asarray(acceleration, dtype=float), (model.nv,)).copy()
-        return cls(lo, hi, vel, acc, model.torque_limits())
+        acc = np.broadcast_to(np.asarray(acceleration, dtype=float), (act.size,)).copy()
+        return cls(lo, hi, vel, acc, model.torque_limits()[act])
 
 
 @dataclass(frozen=True)

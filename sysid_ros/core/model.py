@@ -296,6 +296,11 @@ class RobotModel:
         return tuple(j.name for j in self.joints if j.type in ("hinge", "slide"))
 
     @property
+    def joint_qpos_indices(self) -> np.ndarray:
+        """qpos index of each hinge/slide joint, in ``dof_joint_names`` order."""
+        return np.array([j.qpos_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
+
+    @property
     def dof_indices(self) -> np.ndarray:
         """dof (qvel) index of each hinge/slide joint, in ``dof_joint_names`` order."""
         return np.array([j.dof_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)

@@ -40,6 +40,7 @@ __all__ = [
     "mass_matrix_regressor",
     "momentum_regressors",
     "torque_regressor",
+    "world_momentum_regressor",
 ]
 
 
@@ -327,19 +328,59 @@ class MomentumRegressors(NamedTuple):
     Yf: np.ndarray
 
 
-def momentum_regressors(model: RobotModel, q, dq) -> MomentumRegressors:
-    """The four regressors of :class:`MomentumRegressors` at ``q (N, nq)``, ``dq (N, nv)``."""
+def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | None = None
+                        ) -> MomentumRegressors:
+    """The four regressors of :class:`MomentumRegressors` at ``q (N, nq)``, ``dq (N, nv)``.
+
+    With ``bodies`` (MuJoCo ids), only those bodies' 10 columns each (no joint terms; ``Yf`` is
+    then zero): the momentum equation of a payload on a known arm.
+    """
     single, q2, (dq2,) = _as_batch(model, q, dq)
     topo = _topology(model)
     n = q2.shape[0]
     zero = np.zeros((n, model.nv))
     poses = forward_poses(model, q2)
     mot = motion(model, topo, poses, dq2, zero, gravity=False)
-    yp, yc, yg, yf = (_new_buffer(model, n) for _ in range(4))
-    _project(model, poses.S, mot, model.param_bodies, yp, momentum=True)
-    _joint_terms(model, zero, dq2, yp, terms=("Ia",))
-    _project(model, mot.S_dot, mot, model.param_bodies, yc, momentum=True)
+    which = model.param_bodies if bodies is None else bodies
+    width = None if bodies is None else 10 * len(bodies)
+    yp, yc, yg, yf = (_new_buffer(model, n, width) for _ in range(4))
+    _project(model, poses.S, mot, which, yp, momentum=True)
+    _project(model, mot.S_dot, mot, which, yc, momentum=True)
     g_mot = motion(model, topo, poses, zero, zero, gravity=True)
-    _project(model, poses.S, g_mot, model.param_bodies, yg)
-    _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo"))
+    _project(model, poses.S, g_mot, which, yg)
+    if bodies is None:
+        _joint_terms(model, zero, dq2, yp, terms=("Ia",))
+        _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo"))
     return MomentumRegressors(*(_finish(single, _batch_major(y)) for y in (yp, yc, yg, yf)))
+
+
+def world_momentum_regressor(model: RobotModel, body: int | str, q, dq) -> np.ndarray:
+    """Total spatial momentum of one body about the world origin, world axes: ``(N, 6, 10)`` with
+    rows ``[linear P; angular H_O]`` linear in the body's 10 parameters (rls-logdet.md §4)::
+
+        P   = m v + ω × (R h)
+        H_O = p × P + (R h) × v + R Ī Rᵀ ω
+
+    (``R``, ``p``: body pose; ``v``: velocity of its origin; ``ω``: angular velocity; world frame).
+    On a free-floating system without external wrench the sum over all bodies is constant.
+    """
+    bid = model.body_id(body) if isinstance(body, str) else int(body)
+    single, q2, (dq2,) = _as_batch(model, q, dq)
+    n = q2.shape[0]
+    poses = forward_poses(model, q2)
+    mot = motion(model, _topology(model), poses, dq2, np.zeros((n, model.nv)), gravity=False)
+    i = bid - 1
+    rot = np.moveaxis(poses.rot[i], -1, 0)  # (N, 3, 3)
+    pos = poses.pos[i].T  # (N, 3)
+    w = mot.V[i, :3].T
+    v = mot.V[i, 3:].T + np.cross(w, pos)  # velocity of the body origin
+    out = np.zeros((n, 6, 10))
+    # linear momentum: m v + ω × (R h)
+    out[:, :3, 0] = v
+    out[:, :3, 1:4] = skew(w) @ rot
+    # angular momentum about the world origin: p × P + (R h) × v + R Ī Rᵀ ω
+    out[:, 3:, 0] = np.cross(pos, v)
+    out[:, 3:, 1:4] = skew(pos) @ skew(w) @ rot - skew(v) @ rot
+    w_body = np.einsum("nji,nj->ni", rot, w)
+    out[:, 3:, 4:10] = rot @ inertia_times(w_body)
+    return out[0] if single else out

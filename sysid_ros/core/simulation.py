@@ -48,17 +48,18 @@ class SensorModel:
 
 def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_hz: float = 3.0,
                   damping_ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Per-dof PD gains ``(kp, kd)`` placing each joint, alone, at ``bandwidth_hz`` with
+    """Per-joint PD gains ``(kp, kd)`` (hinge/slide joints) placing each, alone, at ``bandwidth_hz`` with
     ``damping_ratio``: ``kp = M_jj ω²``, ``kd = 2 ζ ω M_jj`` with ``M_jj`` the diagonal of the mass
     matrix (armature included) at ``q`` (default: the middle of the joint ranges)."""
-    lo, hi = model.joint_limits()
-    q0 = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0) if q is None else q
+    act = model.dof_indices
+    lo, hi = (x[act] for x in model.joint_limits())
+    mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
     data = mujoco.MjData(model.mj)
-    data.qpos[:] = q0
+    data.qpos[model.joint_qpos_indices] = mid if q is None else q
     mujoco.mj_forward(model.mj, data)
     full = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model.mj, data, full)
-    inertia = np.diag(full)
+    inertia = np.diag(full)[act]
     omega = 2.0 * np.pi * bandwidth_hz
     return inertia * omega**2, 2.0 * damping_ratio * omega * inertia
 
@@ -104,6 +105,7 @@ def simulate_mit(
     solver_tolerance: float = 1e-12,
     sensor: SensorModel | None = None,
     timestep: float | None = None,
+    integrator: str = "euler",
 ) -> Recording:
     """Run ``trajectory`` for ``duration`` seconds on ``truth`` (default: the model's own MjModel).
 
@@ -115,27 +117,39 @@ def simulate_mit(
     recorded accelerations are exact even while friction loss is in its soft (sticking) zone.
     ``sensor``: measurement noise and quantisation (recorded ``q``, ``dq``, ``tau`` are then the
     measurements; ``ddq`` stays the true acceleration). ``timestep`` overrides the model's [s].
+    ``integrator``: "euler" (samples consistent with finite differences) or "rk4" (conserves
+    momentum and energy far better, for free-floating runs).
     """
     mj = truth if truth is not None else model.mj
     if mj.nv != model.nv or mj.nq != model.nq:
         raise SysIdError(f"the simulated model has nq={mj.nq}, nv={mj.nv}; expected {model.nq}, {model.nv}")
-    if trajectory.q0.shape != (model.nv,) or model.nq != model.nv:
-        raise SysIdError("MIT-law simulation needs a model of hinge/slide joints (nq == nv)")
+    act = model.dof_indices
+    if trajectory.q0.shape != (act.size,):
+        raise SysIdError(f"expected a trajectory of the {act.size} hinge/slide joints, got "
+                         f"{trajectory.q0.shape[0]}")
+    floating = act.size != model.nv
     dt = float(mj.opt.timestep if timestep is None else timestep)
     steps = round(duration / dt)
     if steps < 1:
         raise SysIdError(f"duration {duration} s is shorter than one time step ({dt} s)")
     t = np.arange(steps) * dt
     q_ref, dq_ref, ddq_ref = trajectory.evaluate(t)
-    theta_ff = model.nominal if feedforward_theta is None else model.check_theta(feedforward_theta)
-    tau_ff = torque_regressor(model, q_ref, dq_ref, ddq_ref) @ theta_ff
+    if floating:  # the inverse dynamics of a floating base needs its acceleration: PD only
+        tau_ff = np.zeros_like(q_ref)
+    else:
+        theta_ff = model.nominal if feedforward_theta is None else model.check_theta(feedforward_theta)
+        tau_ff = torque_regressor(model, q_ref, dq_ref, ddq_ref) @ theta_ff
     kp_default, kd_default = default_gains(model)
-    kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (model.nv,)).copy()
-    kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (model.nv,)).copy()
-    limit = model.torque_limits()
-
-    run = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt, q0=q_ref[0], dq0=dq_ref[0],
-                  sensor=sensor, solver_tolerance=solver_tolerance, decimation=decimation)
+    kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (act.size,)).copy()
+    kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (act.size,)).copy()
+    limit = model.torque_limits()[act]
+    q0 = np.array(mj.qpos0, dtype=float)
+    q0[model.joint_qpos_indices] = q_ref[0]
+    dq0 = np.zeros(model.nv)
+    dq0[act] = dq_ref[0]
+    run = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt, q0=q0, dq0=dq0,
+                  sensor=sensor, solver_tolerance=solver_tolerance, decimation=decimation,
+                  actuated=(model.joint_qpos_indices, act), integrator=integrator)
     sl = slice(None, None, decimation)
     return Recording(t[sl], run.q, run.dq, run.ddq, run.tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v,
                      kd_v, run.saturated, run.q_true, run.dq_true)
@@ -157,23 +171,36 @@ class SimulatedRun(NamedTuple):
 def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: np.ndarray,
             kp: np.ndarray, kd: np.ndarray, limit: np.ndarray, *, dt: float, q0: np.ndarray,
             dq0: np.ndarray, sensor: SensorModel | None = None, solver_tolerance: float = 1e-12,
-            decimation: int = 1) -> SimulatedRun:
+            decimation: int = 1, actuated: tuple[np.ndarray, np.ndarray] | None = None,
+            integrator: str = "euler") -> SimulatedRun:
     """Step ``mj`` under the MIT law for every row of the commands (``(K, nv)``; ``kp``/``kd``
     ``(nv,)`` or ``(K, nv)``) with time step ``dt``. Returns recorded ``(q, dq, ddq, tau,
     saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq).
+    ``actuated``: (qpos indices, dof indices) of the commanded joints (default: every dof, which
+    needs nq == nv); the others (a free-floating base) get no torque. Recorded ``q`` is then the
+    whole ``qpos`` (only actuated joints measured with noise), ``dq``/``ddq``/``tau`` whole ``nv``.
 
     The copy is integrated with semi-implicit Euler without MuJoCo's implicit joint damping, so
     the samples obey ``v₊ = v + h a`` and ``q₊ = q + h v₊`` exactly: a sampled trajectory whose
     finite differences are consistent with the recorded torque.
     """
     steps = q_ref.shape[0]
-    nv = mj.nv
-    kp = np.broadcast_to(kp, (steps, nv))
-    kd = np.broadcast_to(kd, (steps, nv))
+    nv, nq = mj.nv, mj.nq
+    if actuated is None:
+        if nq != nv:
+            raise SysIdError("pass the actuated joints for a model with ball/free joints")
+        actuated = (np.arange(nq), np.arange(nv))
+    qadr, dofs = actuated
+    n_act = dofs.size
+    kp = np.broadcast_to(kp, (steps, n_act))
+    kd = np.broadcast_to(kd, (steps, n_act))
     sim = _copy(mj)
     sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
     sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-    sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
+    if integrator not in ("euler", "rk4"):
+        raise SysIdError(f"integrator must be 'euler' or 'rk4', got {integrator!r}")
+    sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER if integrator == "euler"
+                             else mujoco.mjtIntegrator.mjINT_RK4)
     sim.opt.tolerance = solver_tolerance
     sim.opt.timestep = dt
     sensor = sensor or SensorModel()
@@ -182,29 +209,39 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
     data.qpos[:] = q0
     data.qvel[:] = dq0
     n_rec = (steps + decimation - 1) // decimation
-    rec = {k: np.empty((n_rec, nv)) for k in ("q", "dq", "ddq", "tau", "q_true", "dq_true")}
-    sat = np.zeros((n_rec, nv), dtype=bool)
+    rec = {k: np.empty((n_rec, nv)) for k in ("dq", "ddq", "tau", "dq_true")}
+    rec["q"], rec["q_true"] = np.empty((n_rec, nq)), np.empty((n_rec, nq))
+    sat = np.zeros((n_rec, n_act), dtype=bool)
+    full_tau = np.zeros(nv)
     for k in range(steps):
         q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
         if not sensor.ideal:
-            q_meas += sensor.position_noise * rng.standard_normal(nv)
+            q_meas[qadr] += sensor.position_noise * rng.standard_normal(n_act)
             if sensor.encoder_resolution > 0:
-                q_meas = np.round(q_meas / sensor.encoder_resolution) * sensor.encoder_resolution
-            dq_meas += sensor.velocity_noise * rng.standard_normal(nv)
-        cmd = kp[k] * (q_ref[k] - q_meas) + kd[k] * (dq_ref[k] - dq_meas) + tau_ff[k]
+                q_meas[qadr] = np.round(q_meas[qadr] / sensor.encoder_resolution) * sensor.encoder_resolution
+            dq_meas[dofs] += sensor.velocity_noise * rng.standard_normal(n_act)
+        cmd = kp[k] * (q_ref[k] - q_meas[qadr]) + kd[k] * (dq_ref[k] - dq_meas[dofs]) + tau_ff[k]
         tau = np.clip(cmd, -limit, limit)
-        data.qfrc_applied[:] = tau
+        full_tau[dofs] = tau
+        data.qfrc_applied[:] = full_tau
         record = k % decimation == 0
         if record:
             i = k // decimation
             rec["q"][i], rec["dq"][i] = q_meas, dq_meas
             rec["q_true"][i], rec["dq_true"][i] = data.qpos, data.qvel
-            noise = sensor.torque_noise * rng.standard_normal(nv) if sensor.torque_noise else 0.0
-            rec["tau"][i] = tau + noise
+            rec["tau"][i] = full_tau
+            if sensor.torque_noise:
+                rec["tau"][i, dofs] += sensor.torque_noise * rng.standard_normal(n_act)
             sat[i] = tau != cmd
-        mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
-        if record:
-            rec["ddq"][k // decimation] = data.qacc
+        if integrator == "rk4":  # RK4 overwrites qacc: take the pre-step acceleration first
+            mujoco.mj_forward(sim, data)
+            if record:
+                rec["ddq"][k // decimation] = data.qacc
+            mujoco.mj_step(sim, data)
+        else:
+            mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
+            if record:
+                rec["ddq"][k // decimation] = data.qacc
         if not np.all(np.isfinite(data.qpos)):
             raise SysIdError(f"the simulation diverged at step {k} (t={k * dt:.3f} s)")
     return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
