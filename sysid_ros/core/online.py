@@ -1,0 +1,275 @@
+"""Online identification: causal conditioning, per-sample regression rows, recursive estimators.
+
+Nothing here looks ahead: every sample is processed when it arrives, as on a live robot.
+
+* :class:`CausalConditioner` — the same causal Butterworth low-pass on positions, velocities
+  (measured, or backward differences), accelerations (backward differences of the velocity) and
+  torques, so that all signals share one delay;
+* row builders, each ``push(t, q, dq, ddq, tau) -> (A, y) | None``:
+  :class:`ForceRows` (inverse dynamics, needs accelerations),
+  :class:`MomentumRows` (fixed base: generalised momentum over a window, trapezoidal integrals,
+  no acceleration), :class:`ConservationRows` (free-floating base in zero gravity: total momentum
+  differences);
+* :class:`OnlineEstimator` — a row builder feeding RLS or RLS log-det-div, with diagnostics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import scipy.signal
+
+from .consistency import logdet_divergence, model_divergence
+from .errors import DataError, SysIdError
+from .estimators.rls import RecursiveLeastSquares
+from .estimators.rls_logdet import RLSLogDet
+from .regressor import momentum_regressors, world_momentum_regressor
+from .target import Target
+
+Regression = Literal["force", "momentum", "conservation"]
+Estimator = Literal["rls", "rls_logdet"]
+
+
+class CausalFilter:
+    """Causal Butterworth low-pass over ``channels`` signals, one sample at a time."""
+
+    def __init__(self, fs: float, cutoff: float, channels: int, order: int = 2) -> None:
+        if not 0 < cutoff < 0.5 * fs:
+            raise DataError(f"cut-off {cutoff} Hz must be in (0, {0.5 * fs}) Hz at {fs} Hz")
+        self.sos = scipy.signal.butter(order, cutoff, fs=fs, output="sos")
+        self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (sections, 2)
+        self.zi: np.ndarray | None = None
+        self.channels = channels
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if self.zi is None:  # start at rest on the first value (no start-up transient)
+            self.zi = self._zi_unit[:, :, None] * x[None, None, :]
+        y, self.zi = scipy.signal.sosfilt(self.sos, x[None, :], axis=0, zi=self.zi)
+        return y[0]
+
+
+class CausalConditioner:
+    """Filtered ``(t, q, dq, ddq, tau)`` with one sample of latency.
+
+    When sample ``k`` arrives the conditioner returns sample ``k−1`` with the acceleration
+    ``(v_k − v_{k−1})/h`` — the forward difference, which belongs to ``t_{k−1}`` — so no signal is
+    shifted against another. Velocities are measured, or ``(q_k − q_{k−1})/h``. All five pass the
+    same causal low-pass (``cutoff`` [Hz] at the nominal rate ``fs``), so they share one delay.
+    Non-increasing times raise :class:`DataError` (the caller rejects the sample and goes on).
+    """
+
+    def __init__(self, n: int, fs: float, cutoff: float, *, use_measured_velocity: bool = True):
+        self.n = n
+        self.use_measured_velocity = use_measured_velocity
+        self._filters = [CausalFilter(fs, cutoff, n) for _ in range(4)]
+        self._last: tuple | None = None
+
+    def push(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
+             ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Filtered signals of the previous sample, or ``None`` while fewer than 2 (3 without
+        measured velocity) samples have arrived."""
+        q = np.asarray(q, dtype=float)
+        tau = np.asarray(tau, dtype=float)
+        last = self._last
+        if last is not None and t <= last[0]:
+            raise DataError(f"sample at t={t:.6f} s does not follow t={last[0]:.6f} s")
+        measured = dq is not None and self.use_measured_velocity
+        if measured:
+            v = np.asarray(dq, dtype=float)
+        elif last is not None:
+            v = (q - last[1]) / (t - last[0])
+        else:
+            v = None
+        self._last = (t, q, v, tau)
+        if last is None or last[2] is None:
+            return None
+        t0, q0, v0, tau0 = last
+        a = (v - v0) / (t - t0)  # the acceleration of sample k−1
+        f_q, f_v, f_a, f_t = self._filters
+        return t0, f_q(q0), f_v(v0), f_a(a), f_t(tau0)
+
+
+class ForceRows:
+    """Inverse-dynamics rows ``A = Y(q, q̇, q̈)``, ``y = τ − τ_known`` of a target."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    def push(self, t, q, dq, ddq, tau):
+        y, known = self.target.regressor(q, dq, ddq)
+        return y, tau - known
+
+
+@dataclass
+class _Window:
+    """Running integrals of one momentum window started at ``t0``."""
+
+    t0: float
+    yp0: np.ndarray  # Yp(t_r)
+    t: float  # last sample time
+    rate: np.ndarray  # last (Yc − Yg − Yf)
+    int_rate: np.ndarray
+    tau: np.ndarray  # last torque
+    int_tau: np.ndarray
+    known_p0: np.ndarray | None = None  # known arm's momentum at t_r (payload targets)
+    known_rate: np.ndarray | None = None
+    int_known: np.ndarray | None = None
+
+
+class MomentumRows:
+    """Generalised-momentum rows over windows of ``window`` seconds (fixed base)::
+
+        A = Y_p(t) − Y_p(t_r) − ∫(Y_c − Y_g − Y_f) dt,   y = ∫ τ dt   (trapezoidal, from t_r)
+
+    For a payload the known arm's terms move to ``y``. No acceleration is used.
+    """
+
+    def __init__(self, target: Target, window: float = 0.5) -> None:
+        self.target = target
+        self.window = window
+        self._bodies = None if target.kind == "arm" else (target.body,)
+        self._w: _Window | None = None
+
+    def push(self, t, q, dq, ddq, tau):
+        model = self.target.model
+        m = momentum_regressors(model, q, dq, bodies=self._bodies)
+        rate = m.Yc - m.Yg - m.Yf  # d/dt(Yp θ) = τ + rate θ
+        tau = np.asarray(tau, dtype=float)
+        known_p = known_rate = None
+        if self._bodies is not None:  # the arm is known: its momentum terms go to the output
+            full = momentum_regressors(model, q, dq)
+            known_p = full.Yp @ model.nominal
+            known_rate = (full.Yc - full.Yg - full.Yf) @ model.nominal
+        w = self._w
+        if w is None or t - w.t0 >= self.window:
+            self._w = _Window(t, m.Yp, t, rate, np.zeros_like(rate), tau, np.zeros_like(tau), known_p,
+                              known_rate, None if known_p is None else np.zeros_like(tau))
+            return None
+        h = t - w.t
+        w.int_rate = w.int_rate + 0.5 * h * (rate + w.rate)
+        w.int_tau = w.int_tau + 0.5 * h * (tau + w.tau)
+        w.t, w.rate, w.tau = t, rate, tau
+        a = m.Yp - w.yp0 - w.int_rate
+        y = w.int_tau.copy()
+        if known_p is not None:
+            w.int_known = w.int_known + 0.5 * h * (known_rate + w.known_rate)
+            w.known_rate = known_rate
+            y = y - (known_p - w.known_p0 - w.int_known)
+        return a, y
+
+
+class ConservationRows:
+    """Free-floating base without external wrench: total momentum is constant, so for the target
+    body ``(A_T(t) − A_T(t_r)) φ = −(h_robot(t) − h_robot(t_r))`` (6 rows; linear rows scaled by
+    ``linear_weight`` [s] to balance N·s against N·m·s). ``q``/``dq`` are whole ``qpos``/``qvel``.
+    """
+
+    def __init__(self, target: Target, *, linear_weight: float = 1.0) -> None:
+        if target.kind != "payload":
+            raise SysIdError("conservation rows identify one payload on a known floating robot")
+        self.target = target
+        self.weight = np.array([linear_weight] * 3 + [1.0] * 3)
+        self._ref: tuple[np.ndarray, np.ndarray] | None = None
+
+    def push(self, t, q, dq, ddq, tau):
+        model = self.target.model
+        a_t = world_momentum_regressor(model, self.target.body, q, dq)
+        h_robot = sum(world_momentum_regressor(model, b, q, dq) @ model.nominal[model.body_slice(b)]
+                      for b in model.param_bodies)
+        if self._ref is None:
+            self._ref = (a_t, h_robot)
+            return None
+        a = (a_t - self._ref[0]) * self.weight[:, None]
+        y = -(h_robot - self._ref[1]) * self.weight
+        return a, y
+
+
+@dataclass
+class OnlineLog:
+    """Estimates over time: ``t (K,)``, ``theta (K, p)``, ``divergence (K,)`` (NaN if no truth)."""
+
+    t: list[float] = field(default_factory=list)
+    theta: list[np.ndarray] = field(default_factory=list)
+    divergence: list[float] = field(default_factory=list)
+    update_time: list[float] = field(default_factory=list)
+
+
+class OnlineEstimator:
+    """A row builder feeding RLS or RLS log-det-div, with counters and timing.
+
+    ``push`` takes one conditioned sample; bad samples raise :class:`DataError` and leave the
+    estimate untouched.
+    """
+
+    def __init__(self, target: Target, *, regression: Regression = "force",
+                 estimator: Estimator = "rls_logdet",
+                 forgetting: float = 1.0, alpha: float = 1.0, weight: float | np.ndarray = 1.0,
+                 window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
+                 truth: np.ndarray | None = None) -> None:
+        self.target = target
+        self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
+        if regression == "force":
+            self.rows = ForceRows(target)
+        elif regression == "momentum":
+            self.rows = MomentumRows(target, window=window)
+        elif regression == "conservation":
+            self.rows = ConservationRows(target)
+        else:
+            raise DataError(f"unknown regression {regression!r}; expected force, momentum or conservation")
+        if estimator == "rls_logdet":
+            blocks = [sl for _, sl in target.body_blocks]
+            self.core = RLSLogDet(self.prior, blocks, alpha=alpha, weight=weight, forgetting=forgetting)
+        elif estimator == "rls":
+            self.core = RecursiveLeastSquares(self.prior, p0, forgetting=forgetting,
+                                              noise=1.0 / np.sqrt(weight))
+        else:
+            raise DataError(f"unknown estimator {estimator!r}; expected rls or rls_logdet")
+        self.regression, self.estimator = regression, estimator
+        self.truth = truth
+        self.log = OnlineLog()
+        self.rejected = 0
+        self.residual_sq = 0.0
+        self.residual_n = 0
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.core.theta
+
+    @property
+    def samples(self) -> int:
+        return self.core.samples
+
+    def divergence(self, reference: np.ndarray) -> float:
+        """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent)."""
+        try:
+            if self.target.kind == "arm":
+                return model_divergence(self.target.model, self.theta, reference)
+            return logdet_divergence(self.theta, reference)
+        except SysIdError:
+            return float("nan")
+
+    def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:
+        """Process one sample; returns whether the estimate was updated."""
+        start = time.perf_counter()
+        rows = self.rows.push(t, q, dq, ddq, tau)
+        if rows is None:
+            return False
+        a, y = rows
+        residual = y - a @ self.core.theta
+        self.core.update(a, y)
+        self.residual_sq += float(residual @ residual)
+        self.residual_n += residual.size
+        if log:
+            self.log.t.append(t)
+            self.log.theta.append(self.core.theta.copy())
+            self.log.divergence.append(self.divergence(self.truth) if self.truth is not None else np.nan)
+            self.log.update_time.append(time.perf_counter() - start)
+        return True
+
+    @property
+    def residual_rms(self) -> float:
+        return float(np.sqrt(self.residual_sq / self.residual_n)) if self.residual_n else float("nan")
