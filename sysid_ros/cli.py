@@ -27,8 +27,9 @@ import numpy as np
 from .core import base_parameters, run_offline_pipeline
 from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from .core.errors import SysIdError
-from .core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
+from .core.identify import METHODS, IdentifyOptions, check_method, online_result, prepare, run_method
 from .core.model import RobotModel
+from .core.online_replay import ONLINE_METHODS, OnlineOptions, plot_convergence, replay, write_trajectory
 from .core.preprocessing import Preprocessing
 from .core.report import summary, write_outputs
 from .core.simulation import SensorModel
@@ -150,9 +151,17 @@ def _identify(args: argparse.Namespace) -> int:
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names)
-    check_method(args.method)
     prep = prepare(ds, target, settings, min_speed=options.min_speed)
-    result = run_method(prep, options)
+    online = None
+    if args.method in ONLINE_METHODS:
+        online = replay(ds, target, OnlineOptions(method=args.method, alpha=args.alpha,
+                                                  forgetting=args.forgetting,
+                                                  torque_noise=args.torque_noise),
+                        truth=_truth_vector(ds, target), progress=options.progress)
+        result = online_result(prep, online)
+    else:
+        check_method(args.method)
+        result = run_method(prep, options)
     val_prep = None
     if args.validate:
         val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
@@ -160,6 +169,10 @@ def _identify(args: argparse.Namespace) -> int:
         val_prep = prepare(val, target, settings, min_speed=options.min_speed)
     paths = write_outputs(args.out, result, target, prep, validation_prep=val_prep,
                           plots=not args.no_plots)
+    if online is not None:
+        paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
+        if not args.no_plots:
+            paths.append(plot_convergence(Path(args.out) / "convergence.png", online))
     doc = json.loads((Path(args.out) / "result.json").read_text())
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -168,6 +181,18 @@ def _identify(args: argparse.Namespace) -> int:
         for p in paths:
             print(f"wrote {p}")
     return 0
+
+
+def _truth_vector(ds, target) -> np.ndarray | None:
+    """The true target parameters recorded with a simulated bag, if any."""
+    truth = ds.truth or {}
+    if target.kind == "payload":
+        payload = truth.get("payload")
+        return None if not payload else np.asarray(payload["params"], dtype=float)
+    params = truth.get("parameters")
+    if not params:
+        return None
+    return target.model.from_dict({k: v for k, v in params.items() if k in set(target.model.param_names)})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("identify", help="identify parameters from a bag or CSV file")
     p.add_argument("data", help="rosbag2 directory or CSV file")
     p.add_argument("--model", required=True, help="MJCF file")
-    p.add_argument("--method", default="ols", choices=METHODS)
+    p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
     p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
@@ -219,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
+    p.add_argument("--alpha", type=float, default=1.0, help="online: log-det regularisation strength")
+    p.add_argument("--forgetting", type=float, default=1.0, help="online: forgetting factor λ")
+    p.add_argument("--torque-noise", type=float, default=0.05, help="online: torque noise σ [N·m]")
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")
     p.add_argument("--no-plots", action="store_true")

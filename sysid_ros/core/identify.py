@@ -159,6 +159,22 @@ def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time:
                                 theta_std=np.full_like(theta, np.nan))
 
 
+def online_result(prep: Prepared, est) -> IdentificationResult:
+    """The final estimate of an online replay as a result (fit figures on the prepared data)."""
+    times = np.array(est.log.update_time) * 1e6
+    div = [d for d in est.log.divergence if np.isfinite(d)]
+    extra = {"online": {"estimator": est.estimator, "regression": est.regression,
+                        "updates": est.samples, "rejected": est.rejected,
+                        "update_time_us": {"median": float(np.median(times)) if times.size else None,
+                                           "p99": float(np.percentile(times, 99)) if times.size else None},
+                        "residual_rms": est.residual_rms,
+                        "final_divergence_to_truth": div[-1] if div else None}}
+    name = {"rls": "rls", "rls_logdet": "rls_logdet"}[est.estimator] if est.regression == "force" \
+        else "momentum"
+    return replace(_standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6), extra),
+                   joint_names=prep.dataset.joint_names)
+
+
 def _consistency(target: Target, theta: np.ndarray) -> dict:
     if target.kind == "arm":
         return check_consistency(target.model, theta).as_dict()

@@ -103,6 +103,12 @@ class ForceRows:
         y, known = self.target.regressor(q, dq, ddq)
         return y, tau - known
 
+    def push_batch(self, t, q, dq, ddq, tau) -> list:
+        """Rows of ``K`` samples at once (one batched regressor call)."""
+        y, known = self.target.regressor(q, dq, ddq)
+        rhs = np.asarray(tau) - known
+        return [(y[k], rhs[k]) for k in range(len(t))]
+
 
 @dataclass
 class _Window:
@@ -134,26 +140,38 @@ class MomentumRows:
         self._bodies = None if target.kind == "arm" else (target.body,)
         self._w: _Window | None = None
 
-    def push(self, t, q, dq, ddq, tau):
+    def _terms(self, q, dq):
+        """(Yp, rate, known momentum, known rate) of one or many samples."""
         model = self.target.model
         m = momentum_regressors(model, q, dq, bodies=self._bodies)
         rate = m.Yc - m.Yg - m.Yf  # d/dt(Yp θ) = τ + rate θ
-        tau = np.asarray(tau, dtype=float)
-        known_p = known_rate = None
-        if self._bodies is not None:  # the arm is known: its momentum terms go to the output
-            full = momentum_regressors(model, q, dq)
-            known_p = full.Yp @ model.nominal
-            known_rate = (full.Yc - full.Yg - full.Yf) @ model.nominal
+        if self._bodies is None:
+            return m.Yp, rate, None, None
+        full = momentum_regressors(model, q, dq)  # the arm is known: its terms go to the output
+        return m.Yp, rate, full.Yp @ model.nominal, (full.Yc - full.Yg - full.Yf) @ model.nominal
+
+    def push(self, t, q, dq, ddq, tau):
+        return self._step(t, *self._terms(q, dq), np.asarray(tau, dtype=float))
+
+    def push_batch(self, t, q, dq, ddq, tau) -> list:
+        """Rows of ``K`` samples (batched regressors, then the windows in order)."""
+        yp, rate, kp, kr = self._terms(q, dq)
+        return [self._step(t[k], yp[k], rate[k], None if kp is None else kp[k],
+                           None if kr is None else kr[k], np.asarray(tau[k], dtype=float))
+                for k in range(len(t))]
+
+    def _step(self, t, yp, rate, known_p, known_rate, tau):
+        m_yp = yp
         w = self._w
         if w is None or t - w.t0 >= self.window:
-            self._w = _Window(t, m.Yp, t, rate, np.zeros_like(rate), tau, np.zeros_like(tau), known_p,
+            self._w = _Window(t, m_yp, t, rate, np.zeros_like(rate), tau, np.zeros_like(tau), known_p,
                               known_rate, None if known_p is None else np.zeros_like(tau))
             return None
         h = t - w.t
         w.int_rate = w.int_rate + 0.5 * h * (rate + w.rate)
         w.int_tau = w.int_tau + 0.5 * h * (tau + w.tau)
         w.t, w.rate, w.tau = t, rate, tau
-        a = m.Yp - w.yp0 - w.int_rate
+        a = m_yp - w.yp0 - w.int_rate
         y = w.int_tau.copy()
         if known_p is not None:
             w.int_known = w.int_known + 0.5 * h * (known_rate + w.known_rate)
@@ -255,7 +273,19 @@ class OnlineEstimator:
     def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:
         """Process one sample; returns whether the estimate was updated."""
         start = time.perf_counter()
-        rows = self.rows.push(t, q, dq, ddq, tau)
+        return self._update(t, self.rows.push(t, q, dq, ddq, tau), start, log)
+
+    def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True) -> int:
+        """Process ``K`` samples with batched regressors (how a node catches up); returns the
+        number of updates."""
+        if not hasattr(self.rows, "push_batch"):
+            return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
+        start = time.perf_counter()
+        rows = self.rows.push_batch(t, q, dq, ddq, tau)
+        build = (time.perf_counter() - start) / max(len(rows), 1)
+        return sum(self._update(t[k], r, time.perf_counter() - build, log) for k, r in enumerate(rows))
+
+    def _update(self, t: float, rows, start: float, log: bool) -> bool:
         if rows is None:
             return False
         a, y = rows

@@ -15,7 +15,9 @@ import numpy as np
 from .base_params import BaseParameters, base_parameters, random_states, reduce_regressor
 from .model import BODY_FIELDS, JOINT_FIELDS, RobotModel, body_params_from_inertial
 from .regressor import body_regressor, mass_matrix_regressor, torque_regressor
-from .synthetic import CUBE_SIDE
+
+#: side [m] of the solid cube (1 kg) used as the prior of an unknown payload
+UNKNOWN_PAYLOAD_SIDE = 0.3
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,10 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
                    seed: int = 0) -> Target:
-    """Identify a payload rigidly attached to ``body`` (prior: 0.1 kg cube at the body origin).
+    """Identify a payload rigidly attached to ``body``.
+
+    The default prior stands for an unknown payload: 1 kg spread as a 30 cm solid cube centred on
+    the body origin — broad, so that log-det regularisation does not pull small.
 
     The arm is known: its torque uses every parameter of the MJCF, joint terms included
     (armature, damping, friction loss), whatever joint terms ``model`` was built with.
@@ -77,7 +82,7 @@ def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | No
     bid = model.body_id(body) if isinstance(body, str) else int(body)
     names = tuple(f"payload.{f}" for f in BODY_FIELDS)
     if prior is None:
-        prior = body_params_from_inertial(0.1, np.zeros(3), np.eye(3) * 0.1 * CUBE_SIDE**2 / 6.0)
+        prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * UNKNOWN_PAYLOAD_SIDE**2 / 6.0)
     q, dq, ddq = random_states(model, 300, seed=seed)
     y_b, _ = body_regressor(model, bid, q, dq, ddq)
     return Target(model, "payload", bid, names, np.asarray(prior, dtype=float),
