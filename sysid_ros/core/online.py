@@ -99,6 +99,9 @@ class ForceRows:
     def __init__(self, target: Target) -> None:
         self.target = target
 
+    def restart(self) -> None:
+        """Nothing to restart: every row stands alone."""
+
     def push(self, t, q, dq, ddq, tau):
         y, known = self.target.regressor(q, dq, ddq)
         return y, tau - known
@@ -139,6 +142,10 @@ class MomentumRows:
         self.window = window
         self._bodies = None if target.kind == "arm" else (target.body,)
         self._w: _Window | None = None
+
+    def restart(self) -> None:
+        """Start a new window at the next sample (after a gap in the data)."""
+        self._w = None
 
     def _terms(self, q, dq):
         """(Yp, rate, known momentum, known rate) of one or many samples."""
@@ -192,6 +199,10 @@ class ConservationRows:
         self.target = target
         self.weight = np.array([linear_weight] * 3 + [1.0] * 3)
         self._ref: tuple[np.ndarray, np.ndarray] | None = None
+
+    def restart(self) -> None:
+        """Take a new reference at the next sample."""
+        self._ref = None
 
     def push(self, t, q, dq, ddq, tau):
         model = self.target.model

@@ -128,6 +128,9 @@ class RLSLogDet:
             a, y = a[None], np.atleast_1d(y)
         if not (np.isfinite(a).all() and np.isfinite(y).all()):
             raise DataError("non-finite regressor row or output: sample rejected")
+        if np.abs(a).max() > 1e12 or np.abs(y).max() > 1e12:
+            raise DataError(f"implausible regressor row (max |A| = {np.abs(a).max():.3g}, "
+                            f"max |y| = {np.abs(y).max():.3g}): sample rejected")
         aw = a.T * self.weight if np.ndim(self.weight) == 0 else a.T * np.asarray(self.weight)
         if self.forgetting < 1.0:
             self.omega *= self.forgetting
@@ -147,7 +150,11 @@ class RLSLogDet:
             l_inv = np.linalg.inv(chol)
             g_r, h_r = self._grad_hess(theta, l_inv)
             grad = self.omega @ theta - self.b + self.alpha * g_r
-            delta = -np.linalg.solve(self.omega + self.alpha * h_r, grad)
+            hess = self.omega + self.alpha * h_r
+            try:
+                delta = -np.linalg.solve(hess, grad)
+            except np.linalg.LinAlgError:  # numerically singular: minimum-norm step
+                delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
             decrement = float(-grad @ delta) / 2.0
             step = self._step_length(theta, delta, l_inv)
             cut |= step < 1.0

@@ -1,0 +1,345 @@
+"""Node ``estimator``: online identification from live joint states.
+
+Subscribes to ``sensor_msgs/JointState`` (effort = measured torque), conditions each sample
+causally, builds force or momentum regression rows and updates RLS or RLS log-det-div. Samples
+are queued by the subscription and processed in batches by a timer (one batched regressor call),
+so a burst never drops data; when the queue grows the node says so. NaN, stale and out-of-order
+samples are rejected with counted, throttled warnings. Publishes ``ParameterEstimate`` (latched)
+at ``publish_rate``; services ``~/reset`` and ``~/save`` (JSON + MJCF).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from sysid_ros.msg import ParameterEstimate
+
+from ..cli import joint_terms
+from ..core.consistency import check_consistency, logdet_divergence, pseudo_inertia
+from ..core.errors import DataError, SysIdError
+from ..core.model import RobotModel
+from ..core.online import CausalConditioner, OnlineEstimator
+from ..core.online_replay import ONLINE_METHODS, OnlineOptions, make_estimator
+from ..core.target import Target, arm_target, payload_target
+from ..resources import default_robot_path
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: a step between joint states longer than this many nominal periods is a gap
+GAP_PERIODS = 3.0
+PARAMETERS = (
+    ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+    ("method", "rls_logdet", "rls | rls_logdet | momentum"),
+    ("target", "arm", "'arm' for every parameter, or a body name for a payload on that body"),
+    ("friction", "", "arm target: comma list of coulomb, viscous, offset"),
+    ("armature", False, "arm target: identify rotor inertia per joint"),
+    ("prior", "nominal", "'nominal' (the MJCF), 'uninformative' (payload) or a result.json path"),
+    ("forgetting", 1.0, "forgetting factor λ in (0, 1]"),
+    ("alpha", 1.0, "log-det regularisation strength"),
+    ("torque_noise", 0.05, "torque noise σ [N·m]: row weight 1/σ²"),
+    ("cutoff", 50.0, "causal low-pass cut-off [Hz]"),
+    ("window", 0.5, "momentum window [s]"),
+    ("sample_rate", 500.0, "nominal joint-state rate [Hz] (filter design)"),
+    ("publish_rate", 10.0, "estimate publication rate [Hz]"),
+    ("process_rate", 100.0, "batch processing rate [Hz]"),
+    ("max_queue", 20000, "queued samples before the oldest are reported and dropped"),
+    ("reliable_input", False, "RELIABLE deep-queue joint states (bag replay) instead of sensor QoS"),
+    ("joint_states_topic", "/joint_states", "sensor_msgs/JointState input"),
+    ("truth_topic", "/sim/true_parameters", "ParameterEstimate with the true parameters (simulation)"),
+    ("output_dir", "sysid_estimates", "where ~/save writes"),
+)
+
+
+class EstimatorNode(Node):
+    """Thin ROS facade over :class:`sysid_ros.core.online.OnlineEstimator`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("estimator", **kwargs)
+        for name, default, description in PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        self.add_on_set_parameters_callback(self._validate)
+        self._lock = threading.Lock()
+        self._queue: deque = deque()
+        self.counters = {"received": 0, "rejected_nan": 0, "rejected_stale": 0,
+                         "rejected_names": 0, "dropped": 0, "gaps": 0}
+        self._last_stamp = -math.inf
+        self._truth: np.ndarray | None = None
+        self._build()
+        io_group, work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        qos = qos_profile_sensor_data
+        if self._get("reliable_input"):  # replayed data: no sample may be lost
+            qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_ALL)
+        self.create_subscription(JointState, self._get("joint_states_topic"), self._on_joint_state,
+                                 qos, callback_group=io_group)
+        self.create_subscription(ParameterEstimate, self._get("truth_topic"), self._on_truth,
+                                 LATCHED, callback_group=io_group)
+        self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
+        self.create_timer(1.0 / float(self._get("process_rate")), self._process,
+                          callback_group=work_group)
+        self.create_timer(1.0 / float(self._get("publish_rate")), self._publish,
+                          callback_group=work_group)
+        self.create_service(Trigger, "~/reset", self._on_reset, callback_group=work_group)
+        self.create_service(Trigger, "~/save", self._on_save, callback_group=work_group)
+        self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
+                               f"with {self._get('method')} on {self._get('joint_states_topic')}")
+
+    # ------------------------------------------------------------------------------ set-up
+    def _get(self, name: str):
+        return self.get_parameter(name).value
+
+    def _validate(self, params) -> SetParametersResult:
+        for prm in params:
+            reason = None
+            if prm.name == "method" and prm.value not in ONLINE_METHODS:
+                reason = f"method must be one of {list(ONLINE_METHODS)}, got {prm.value!r}"
+            elif prm.name == "forgetting" and not 0.0 < prm.value <= 1.0:
+                reason = f"forgetting must be in (0, 1], got {prm.value}"
+            elif prm.name in ("alpha", "torque_noise", "cutoff", "window", "sample_rate",
+                              "publish_rate", "process_rate") and not prm.value > 0:
+                reason = f"{prm.name} must be > 0, got {prm.value}"
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
+
+    def _build(self) -> None:
+        model_path = self._get("model_path") or str(default_robot_path())
+        kind = self._get("target")
+        terms = joint_terms(self._get("friction"), bool(self._get("armature"))) if kind == "arm" else ()
+        model = RobotModel.from_mjcf(model_path, joint_terms=terms)
+        prior = self._prior(model, kind)
+        self.target: Target = (arm_target(model, prior=prior) if kind == "arm"
+                               else payload_target(model, kind, prior=prior))
+        self.joint_names = model.dof_joint_names
+        self.options = OnlineOptions(method=self._get("method"), alpha=float(self._get("alpha")),
+                                     forgetting=float(self._get("forgetting")),
+                                     torque_noise=float(self._get("torque_noise")),
+                                     cutoff=float(self._get("cutoff")), window=float(self._get("window")))
+        fs = float(self._get("sample_rate"))
+        self.estimator: OnlineEstimator = make_estimator(self.target, self.options, sample_period=1.0 / fs)
+        self.conditioner = CausalConditioner(len(self.joint_names), fs, min(self.options.cutoff, 0.45 * fs))
+
+    def _prior(self, model: RobotModel, kind: str) -> np.ndarray | None:
+        prior = self._get("prior")
+        if prior in ("nominal", "uninformative", ""):  # the target's default prior
+            return None
+        path = Path(prior).expanduser()
+        if not path.is_file():
+            raise SysIdError(f"prior must be 'nominal', 'uninformative' or a result.json path, got {prior!r}")
+        values = json.loads(path.read_text())["exported_parameters"]["values"]
+        if kind == "arm":
+            return model.from_dict({k: v for k, v in values.items() if k in set(model.param_names)})
+        return np.array([values[f"payload.{f}"] for f in
+                         ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")])
+
+    # --------------------------------------------------------------------------- callbacks
+    def _warn(self, key: str, text: str) -> None:
+        self.counters[key] += 1
+        self.get_logger().warning(f"{text} ({key}: {self.counters[key]})", throttle_duration_sec=2.0)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        self.counters["received"] += 1
+        names = list(msg.name)
+        try:
+            cols = [names.index(j) for j in self.joint_names]
+        except ValueError:
+            missing = [j for j in self.joint_names if j not in names]
+            self._warn("rejected_names", f"joint state lacks joints {missing}; it names {names}")
+            return
+        if len(msg.position) != len(names) or len(msg.effort) != len(names):
+            self._warn("rejected_names", "joint state with position/effort lengths unlike its names")
+            return
+        q = np.asarray(msg.position, dtype=float)[cols]
+        tau = np.asarray(msg.effort, dtype=float)[cols]
+        dq = np.asarray(msg.velocity, dtype=float)[cols] if len(msg.velocity) == len(names) else None
+        finite = np.all(np.isfinite(q)) and np.all(np.isfinite(tau))
+        if not finite or (dq is not None and not np.all(np.isfinite(dq))):
+            self._warn("rejected_nan", "non-finite joint state rejected")
+            return
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if stamp == 0.0:
+            stamp = self.get_clock().now().nanoseconds * 1e-9
+        if stamp <= self._last_stamp:
+            self._warn("rejected_stale", f"stale or out-of-order joint state at t={stamp:.6f} s rejected")
+            return
+        if stamp - self._last_stamp > GAP_PERIODS / float(self._get("sample_rate")) and \
+                math.isfinite(self._last_stamp):
+            # differences across a gap would be wrong: restart the filters and windows there
+            self._warn("gaps", f"gap of {1e3 * (stamp - self._last_stamp):.1f} ms before t={stamp:.6f} s")
+            self._queue.append(None)
+        self._last_stamp = stamp
+        if len(self._queue) >= int(self._get("max_queue")):
+            self._queue.popleft()
+            self._warn("dropped", "the estimator is too far behind: oldest queued sample dropped")
+        self._queue.append((stamp, q, dq, tau))
+
+    def _on_truth(self, msg: ParameterEstimate) -> None:
+        values = dict(zip(msg.names, msg.values, strict=False))
+        if all(n in values for n in self.target.names):
+            self._truth = np.array([values[n] for n in self.target.names])
+            self.estimator.truth = self._truth
+            self.get_logger().info("true parameters received: publishing the divergence to truth")
+
+    def _process(self) -> None:
+        backlog = len(self._queue)
+        if backlog == 0:
+            return
+        if backlog > 5 * float(self._get("sample_rate")) / float(self._get("process_rate")):
+            self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
+                                      throttle_duration_sec=2.0)
+        rows = []
+        for _ in range(backlog):
+            item = self._queue.popleft()
+            if item is None:  # a gap: process what came before it, then restart
+                self._update(rows)
+                rows = []
+                fs = float(self._get("sample_rate"))
+                self.conditioner = CausalConditioner(len(self.joint_names), fs,
+                                                     min(self.options.cutoff, 0.45 * fs))
+                self.estimator.rows.restart()
+                continue
+            stamp, q, dq, tau = item
+            try:
+                out = self.conditioner.push(stamp, q, dq, tau)
+            except DataError as exc:
+                self._warn("rejected_stale", str(exc))
+                continue
+            if out is not None:
+                rows.append(out)
+        self._update(rows)
+
+    def _update(self, rows: list) -> None:
+        if rows:
+            cols = list(zip(*rows, strict=True))
+            with self._lock:
+                try:
+                    self.estimator.push_batch(*(np.array(c) for c in cols), log=False)
+                except (DataError, SysIdError, np.linalg.LinAlgError) as exc:
+                    self._warn("rejected_nan", f"update of {len(rows)} samples rejected: {exc}; "
+                                               f"t={cols[0][0]:.4f}..{cols[0][-1]:.4f} s, "
+                                               f"max |ddq| {np.abs(np.array(cols[3])).max():.3g}")
+
+    # ------------------------------------------------------------------------------ outputs
+    def _estimate_message(self) -> ParameterEstimate:
+        est, target = self.estimator, self.target
+        with self._lock:
+            theta = est.theta.copy()
+            info = getattr(est.core, "omega", None)
+            cov = getattr(est.core, "P", None)
+            samples, residual = est.samples, est.residual_rms
+        msg = ParameterEstimate()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.method = self.options.method
+        msg.target = target.kind if target.kind == "arm" else target.model.body_name(target.body)
+        msg.names = list(target.names)
+        msg.values = theta.tolist()
+        if cov is not None:
+            std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        elif info is not None and samples:
+            std = np.sqrt(np.maximum(np.diag(np.linalg.pinv(info)), 0.0))
+        else:
+            std = np.full_like(theta, np.nan)
+        msg.std_dev = std.tolist()
+        beta = target.base.of(theta)
+        msg.base_names, msg.base_values = list(target.base.names), beta.tolist()
+        if info is not None and samples:
+            sv = np.linalg.eigvalsh(target.base.matrix @ info @ target.base.matrix.T)[::-1]
+            rank = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
+            msg.rank = rank
+            msg.condition_number = float(np.sqrt(sv[0] / sv[rank - 1])) if rank else math.inf
+        else:
+            msg.rank, msg.condition_number = 0, math.nan
+        msg.residual_rms = residual
+        msg.sample_count = samples
+        msg.physically_consistent = self._consistent(theta)
+        msg.divergence_to_prior = self._divergence(theta, target.prior)
+        msg.divergence_to_truth = (self._divergence(theta, self._truth) if self._truth is not None
+                                   else math.nan)
+        return msg
+
+    def _consistent(self, theta: np.ndarray) -> bool:
+        if self.target.kind == "arm":
+            return check_consistency(self.target.model, theta).consistent
+        return bool(np.linalg.eigvalsh(pseudo_inertia(theta))[0] > 0)
+
+    def _divergence(self, theta: np.ndarray, reference: np.ndarray) -> float:
+        try:
+            if self.target.kind == "arm":
+                model = self.target.model
+                return float(sum(logdet_divergence(theta[model.body_slice(b)],
+                                                   reference[model.body_slice(b)])
+                                 for b in model.param_bodies))
+            return logdet_divergence(theta, reference)
+        except SysIdError:
+            return math.nan
+
+    def _publish(self) -> None:
+        if self.estimator.samples:
+            self._publisher.publish(self._estimate_message())
+
+    def _on_reset(self, request, response):
+        with self._lock:
+            self._build()
+            if self._truth is not None:
+                self.estimator.truth = self._truth
+        self._queue.clear()
+        self._last_stamp = -math.inf
+        response.success, response.message = True, "estimator reset to its prior"
+        return response
+
+    def _on_save(self, request, response):
+        out = Path(self._get("output_dir")).expanduser() / datetime.now().strftime("estimate-%Y%m%d-%H%M%S")
+        try:
+            msg = self._estimate_message()
+            out.mkdir(parents=True, exist_ok=True)
+            doc = {"method": msg.method, "target": msg.target, "samples": msg.sample_count,
+                   "exported_parameters": {"values": dict(zip(msg.names, msg.values, strict=True))},
+                   "std_dev": dict(zip(msg.names, msg.std_dev, strict=True)),
+                   "physically_consistent": msg.physically_consistent,
+                   "divergence_to_prior": msg.divergence_to_prior, "counters": dict(self.counters)}
+            tmp = out / ".result.json.tmp"
+            tmp.write_text(json.dumps(doc, indent=2) + "\n")
+            tmp.replace(out / "result.json")
+            files = [str(out / "result.json")]
+            if self.target.kind == "arm" and msg.physically_consistent:
+                files.append(str(self.target.model.to_mjcf(np.array(msg.values), out / "identified.xml")))
+            response.success, response.message = True, " ".join(files)
+        except (SysIdError, OSError) as exc:
+            response.success, response.message = False, f"could not save: {exc}"
+        return response
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = None
+    executor = MultiThreadedExecutor(num_threads=2)
+    try:
+        node = EstimatorNode()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
