@@ -411,6 +411,14 @@ class RobotModel:
                     theta[self.n_body_params + k * len(self.joint_terms) + t_i])
         return out
 
+    def spec(self) -> mujoco.MjSpec:
+        """A fresh ``MjSpec`` of the source MJCF (file or text) to edit."""
+        if self.source is not None:
+            return mujoco.MjSpec.from_file(self.source)
+        if self._xml is not None:
+            return mujoco.MjSpec.from_string(self._xml)
+        raise ModelError("this model was built from a compiled MjModel; no MJCF to edit")
+
     def to_mjcf(self, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
         """Write the source MJCF with this parameter vector's inertials and joint terms.
 
@@ -420,12 +428,7 @@ class RobotModel:
         parameters are not physically consistent (MuJoCo could not load the result).
         """
         theta = self.check_theta(theta)
-        if self.source is not None:
-            spec = mujoco.MjSpec.from_file(self.source)
-        elif self._xml is not None:
-            spec = mujoco.MjSpec.from_string(self._xml)
-        else:
-            raise ModelError("this model was built from a compiled MjModel; no MJCF to update")
+        spec = self.spec()
         inertials = {}
         for k, b in enumerate(self.param_bodies):
             name = self.body_name(b)

@@ -4,6 +4,7 @@ parameters, ready to be written as a bag."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,9 @@ import numpy as np
 from .dataset import CommandLog, Dataset
 from .errors import ModelError, SysIdError
 from .excitation import FourierTrajectory, Limits
-from .model import RobotModel, body_params_from_inertial
+from .model import RobotModel, body_params_from_inertial, inertial_from_body_params
 from .simulation import SensorModel, simulate_mit
-from .spatial import mat_to_quat
+from .spatial import axis_angle_to_mat, mat_to_quat
 
 CUBE_SIDE = 0.05  # m, default payload shape: a solid cube
 
@@ -68,9 +69,7 @@ class Payload:
 def payload_spec(model: RobotModel, payload: Payload, *, name: str = "sysid_payload") -> mujoco.MjSpec:
     """The model's MJCF (as an ``MjSpec``) with ``payload`` welded to its body as body ``name``."""
     model.body_id(payload.body)  # clear error for an unknown body
-    if model.source is None:
-        raise ModelError("attaching a payload needs a model loaded from an MJCF file")
-    spec = mujoco.MjSpec.from_file(model.source)
+    spec = model.spec()
     moments, axes = np.linalg.eigh(payload.inertia)
     if np.linalg.det(axes) < 0:
         axes[:, 0] *= -1
@@ -89,6 +88,50 @@ def with_payload(model: RobotModel, payload: Payload) -> mujoco.MjModel:
         return payload_spec(model, payload).compile()
     except ValueError as exc:
         raise ModelError(f"MuJoCo rejected the payload on {payload.body!r}: {exc}") from exc
+
+
+def floating_base(model: RobotModel, *, base_mass: float = 100.0, base_inertia: float = 10.0,
+                  gravity: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> RobotModel:
+    """The robot on a free-floating base (orbital case): a free joint on the first body under the
+    world, that body given ``base_mass`` [kg] and an isotropic ``base_inertia`` [kg·m²], and
+    ``gravity`` (zero by default)."""
+    spec = model.spec()
+    spec.option.gravity = list(gravity)
+    base = spec.worldbody.first_body()
+    if base is None:
+        raise ModelError("the model has no body under the world to float")
+    base.add_freejoint()
+    base.explicitinertial = True
+    base.mass, base.ipos, base.iquat = base_mass, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]
+    base.fullinertia = [math.nan] * 6
+    base.inertia = [base_inertia] * 3
+    return RobotModel.from_xml_string(spec.to_xml(), joint_terms=model.joint_terms)
+
+
+def randomize(model: RobotModel, theta: np.ndarray, ratio: float, rng: np.random.Generator) -> np.ndarray:
+    """Robot parameters with ``ratio`` relative errors, after the online seed's §IV-A2: per body
+    the mass, the CoM coordinates and the principal moments scaled by ``1 + U(−ratio, ratio)``
+    (moments redrawn until they satisfy the triangle inequality), the principal axes turned by
+    ``U(−ratio, ratio)·π`` about a random axis; joint terms scaled alike."""
+    out = np.array(theta, dtype=float)
+    for b in model.param_bodies:
+        sl = model.body_slice(b)
+        mass, com, i_com = inertial_from_body_params(out[sl])
+        moments, axes = np.linalg.eigh(i_com)
+        while True:
+            new = moments * (1 + rng.uniform(-ratio, ratio, 3))
+            a, b_, c = new
+            if a + b_ > c and a + c > b_ and b_ + c > a and new.min() > 0:
+                break
+        axis = rng.normal(size=3)
+        turn = axis_angle_to_mat(axis / np.linalg.norm(axis), rng.uniform(-ratio, ratio) * np.pi)
+        rot = turn @ axes
+        out[sl] = body_params_from_inertial(mass * (1 + rng.uniform(-ratio, ratio)),
+                                            com * (1 + rng.uniform(-ratio, ratio, 3)),
+                                            rot @ np.diag(new) @ rot.T)
+    rest = slice(model.n_body_params, None)
+    out[rest] = out[rest] * (1 + rng.uniform(-ratio, ratio, out[rest].shape))
+    return out
 
 
 def true_parameters(model: RobotModel, payload: Payload | None) -> np.ndarray:

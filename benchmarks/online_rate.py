@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Per-sample update rate of RLS log-det-div on a Panda, median and 99th percentile.
+
+* payload target: 10 parameters (force rows of the hand), target >= 10 kHz;
+* whole arm: 8 bodies x 10 + Coulomb and viscous friction per joint (94 parameters),
+  target >= 1 kHz.
+
+Rows are built beforehand (batched regressor, timed separately per sample), so the figures are
+the estimator's own update cost; the batched row cost shows what a node adds per sample.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sysid_ros.core import RobotModel  # noqa: E402
+from sysid_ros.core.estimators.rls_logdet import RLSLogDet  # noqa: E402
+from sysid_ros.core.online import ForceRows  # noqa: E402
+from sysid_ros.core.synthetic import Payload, simulate_dataset  # noqa: E402
+from sysid_ros.core.target import arm_target, payload_target  # noqa: E402
+
+
+def measure(label: str, target, ds, alpha: float, weight: float, target_hz: float) -> None:
+    t0 = time.perf_counter()
+    rows = ForceRows(target).push_batch(ds.t, ds.q, ds.dq, ds.meta["ddq_true"], ds.tau)
+    build = (time.perf_counter() - t0) / len(rows) * 1e6
+    est = RLSLogDet(target.prior, [sl for _, sl in target.body_blocks], alpha=alpha, weight=weight)
+    times = np.empty(len(rows))
+    for k, (a, y) in enumerate(rows):
+        s = time.perf_counter()
+        est.update(a, y)
+        times[k] = time.perf_counter() - s
+    med, p99 = np.median(times) * 1e6, np.percentile(times, 99) * 1e6
+    verdict = "met" if 1e6 / med >= target_hz else "NOT met"
+    print(f"{label:<34} {target.n_params:>4} {med:9.1f} {p99:9.1f} {1e6 / med:10.0f} "
+          f"{1e6 / p99:10.0f} {build:9.1f}   target {target_hz:.0f} Hz: {verdict} (median)")
+
+
+def main() -> int:
+    model = RobotModel.from_mjcf(ROOT.parent / "shared" / "robots" / "panda.xml")
+    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.04 / 6)
+    ds = simulate_dataset(model, duration=10.0, seed=1, payload=payload)
+    print(f"{'update':<34} {'p':>4} {'med [us]':>9} {'p99 [us]':>9} {'med [Hz]':>10} {'p99 [Hz]':>10} "
+          f"{'rows [us]':>9}")
+    measure("payload (10 parameters)", payload_target(model, "hand"), ds, 10.0, 400.0, 10_000)
+    arm = RobotModel.from_mjcf(ROOT.parent / "shared" / "robots" / "panda.xml", joint_terms=("Fc", "Fv"))
+    measure("whole arm (bodies + friction)", arm_target(arm), ds, 1.0, 400.0, 1_000)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
