@@ -125,5 +125,5 @@ def test_model_of_compiled_mjmodel_reads_mujoco_directly():
     mj = mujoco.MjModel.from_xml_path(str(DEFAULT_ROBOT))
     model = RobotModel(mj)
     assert model.n_params == 84
-    with pytest.raises(ModelError, match="no MJCF to update"):
+    with pytest.raises(ModelError, match="no MJCF to edit"):
         model.to_mjcf(model.nominal, "/tmp/never.xml")
