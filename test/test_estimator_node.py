@@ -21,6 +21,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
+from sysid_ros.core.bag import dataset_topics, read_bag, write_bag  # noqa: E402
 from sysid_ros.core.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.synthetic import Payload, simulate_dataset  # noqa: E402
 
@@ -32,11 +33,14 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 
 
 @pytest.fixture(scope="module")
-def run():
+def run(tmp_path_factory):
+    """A simulated run written as a real bag and read back (what gets replayed)."""
     model = RobotModel.from_mjcf(MODEL)
     payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.1**2 / 6)
-    return simulate_dataset(model, duration=12.0, seed=1, payload=payload,
-                            sensor=SensorModel(torque_noise=0.05, seed=2))
+    ds = simulate_dataset(model, duration=12.0, seed=1, payload=payload,
+                          sensor=SensorModel(torque_noise=0.05, seed=2))
+    bag = write_bag(tmp_path_factory.mktemp("bags") / "payload_run", dataset_topics(ds), truth=ds.truth)
+    return read_bag(bag)
 
 
 @pytest.fixture
@@ -90,6 +94,15 @@ def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domai
                                 QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     sent = [0]
 
+    def state(k: int, *, poison: bool = False) -> JointState:
+        msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(),
+                         velocity=run.dq[k].tolist(), effort=run.tau[k].tolist())
+        if poison:
+            msg.effort[2] = float("nan")
+        stamp_ns = round((100.0 + run.t[k]) * 1e9)  # an unstamped (zero) time would mean "now"
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        return msg
+
     def send_batch():  # 20 samples per 10 ms tick: twice as fast as real time
         if node.count_subscribers("/joint_states") == 0:
             return
@@ -97,11 +110,10 @@ def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domai
             k = sent[0]
             if k >= len(run):
                 return
-            msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(),
-                             velocity=run.dq[k].tolist(), effort=run.tau[k].tolist())
-            stamp_ns = round((100.0 + run.t[k]) * 1e9)  # an unstamped (zero) time would mean "now"
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-            pub.publish(msg)
+            if k == 1000:  # bad input the node must reject and survive: NaN, then a stale sample
+                pub.publish(state(k, poison=True))
+                pub.publish(state(k - 500))
+            pub.publish(state(k))
             sent[0] += 1
 
     node.create_timer(0.01, send_batch)
@@ -122,3 +134,6 @@ def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domai
         rclpy.try_shutdown(context=context)
     estimator_process.send_signal(signal.SIGINT)
     assert estimator_process.wait(timeout=20) == 0
+    log = estimator_process.stdout.read()
+    assert "non-finite joint state rejected (rejected_nan: 1)" in log
+    assert "stale or out-of-order joint state" in log and "(rejected_stale: 1)" in log

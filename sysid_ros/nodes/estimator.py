@@ -77,6 +77,7 @@ class EstimatorNode(Node):
         self._queue: deque = deque()
         self.counters = {"received": 0, "rejected_nan": 0, "rejected_stale": 0,
                          "rejected_names": 0, "dropped": 0, "gaps": 0}
+        self._reported: dict[str, float] = {}
         self._last_stamp = -math.inf
         self._truth: np.ndarray | None = None
         self._build()
@@ -149,8 +150,12 @@ class EstimatorNode(Node):
 
     # --------------------------------------------------------------------------- callbacks
     def _warn(self, key: str, text: str) -> None:
+        """Count and report a rejection; at most one report per counter every 2 s."""
         self.counters[key] += 1
-        self.get_logger().warning(f"{text} ({key}: {self.counters[key]})", throttle_duration_sec=2.0)
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if now - self._reported.get(key, -math.inf) >= 2.0:
+            self._reported[key] = now
+            self.get_logger().warning(f"{text} ({key}: {self.counters[key]})")
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.counters["received"] += 1
