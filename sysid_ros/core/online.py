@@ -45,11 +45,15 @@ class CausalFilter:
         self.channels = channels
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.block(np.asarray(x, dtype=float)[None, :])[0]
+
+    def block(self, x: np.ndarray) -> np.ndarray:
+        """Filter ``K`` consecutive samples ``(K, channels)`` in one call."""
         x = np.asarray(x, dtype=float)
         if self.zi is None:  # start at rest on the first value (no start-up transient)
-            self.zi = self._zi_unit[:, :, None] * x[None, None, :]
-        y, self.zi = scipy.signal.sosfilt(self.sos, x[None, :], axis=0, zi=self.zi)
-        return y[0]
+            self.zi = self._zi_unit[:, :, None] * x[0][None, None, :]
+        y, self.zi = scipy.signal.sosfilt(self.sos, x, axis=0, zi=self.zi)
+        return y
 
 
 class CausalConditioner:
@@ -91,6 +95,46 @@ class CausalConditioner:
         a = (v - v0) / (t - t0)  # the acceleration of sample k−1
         f_q, f_v, f_a, f_t = self._filters
         return t0, f_q(q0), f_v(v0), f_a(a), f_t(tau0)
+
+    def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
+                   ) -> tuple[np.ndarray, ...]:
+        """:meth:`push` for ``K`` consecutive samples at once (one filter call per signal).
+
+        Returns ``(t, q, dq, ddq, tau)`` arrays of the samples that are complete (each one
+        sample late, as in :meth:`push`); they may be empty.
+        """
+        t = np.asarray(t, dtype=float)
+        q, tau = np.asarray(q, dtype=float), np.asarray(tau, dtype=float)
+        last = self._last
+        if np.any(np.diff(t) <= 0) or (last is not None and t[0] <= last[0]):
+            raise DataError("sample times in a batch must increase")
+        measured = dq is not None and self.use_measured_velocity
+        # prepend the held-back sample so that differences span the batch boundary
+        t_all = t if last is None else np.concatenate(([last[0]], t))
+        q_all = q if last is None else np.vstack((last[1], q))
+        tau_all = tau if last is None else np.vstack((last[3], tau))
+        if measured:
+            v_all = np.asarray(dq, dtype=float) if last is None else np.vstack((last[2], dq))
+            valid = np.ones(len(t_all), dtype=bool)
+        else:
+            v_all = np.empty_like(q_all)
+            v_all[1:] = np.diff(q_all, axis=0) / np.diff(t_all)[:, None]
+            if last is not None and last[2] is not None:
+                v_all[0] = last[2]
+                valid = np.ones(len(t_all), dtype=bool)
+            else:
+                v_all[0] = np.nan
+                valid = np.r_[False, np.ones(len(t_all) - 1, dtype=bool)]
+        self._last = (t_all[-1], q_all[-1], v_all[-1] if valid[-1] else None, tau_all[-1])
+        a = np.diff(v_all, axis=0) / np.diff(t_all)[:, None]  # acceleration of samples 0..K-2
+        keep = valid[:-1] & valid[1:]
+        if not keep.any():
+            empty = np.zeros((0, q.shape[1]))
+            return np.zeros(0), empty, empty, empty, empty
+        f_q, f_v, f_a, f_t = self._filters
+        sel = np.flatnonzero(keep)
+        return (t_all[:-1][sel], f_q.block(q_all[:-1][sel]), f_v.block(v_all[:-1][sel]),
+                f_a.block(a[sel]), f_t.block(tau_all[:-1][sel]))
 
 
 class ForceRows:

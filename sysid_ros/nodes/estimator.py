@@ -21,7 +21,7 @@ import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -158,40 +158,45 @@ class EstimatorNode(Node):
             self.get_logger().warning(f"{text} ({key}: {self.counters[key]})")
 
     def _on_joint_state(self, msg: JointState) -> None:
+        """Only queue: parsing and checks run in the batch step (rclpy callbacks are costly)."""
         self.counters["received"] += 1
+        if len(self._queue) >= int(self._get("max_queue")):
+            self._queue.popleft()
+            self._warn("dropped", "the estimator is too far behind: oldest queued sample dropped")
+        self._queue.append(msg)
+
+    def _parse(self, msg: JointState) -> tuple | None:
+        """``(stamp, q, dq, tau)`` of a valid joint state, a gap marker ``None`` first when the
+        stamp jumps; rejected samples are counted and give ``()``."""
         names = list(msg.name)
         try:
             cols = [names.index(j) for j in self.joint_names]
         except ValueError:
             missing = [j for j in self.joint_names if j not in names]
             self._warn("rejected_names", f"joint state lacks joints {missing}; it names {names}")
-            return
+            return ()
         if len(msg.position) != len(names) or len(msg.effort) != len(names):
             self._warn("rejected_names", "joint state with position/effort lengths unlike its names")
-            return
+            return ()
         q = np.asarray(msg.position, dtype=float)[cols]
         tau = np.asarray(msg.effort, dtype=float)[cols]
         dq = np.asarray(msg.velocity, dtype=float)[cols] if len(msg.velocity) == len(names) else None
         finite = np.all(np.isfinite(q)) and np.all(np.isfinite(tau))
         if not finite or (dq is not None and not np.all(np.isfinite(dq))):
             self._warn("rejected_nan", "non-finite joint state rejected")
-            return
+            return ()
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         if stamp == 0.0:
             stamp = self.get_clock().now().nanoseconds * 1e-9
         if stamp <= self._last_stamp:
             self._warn("rejected_stale", f"stale or out-of-order joint state at t={stamp:.6f} s rejected")
-            return
-        if stamp - self._last_stamp > GAP_PERIODS / float(self._get("sample_rate")) and \
-                math.isfinite(self._last_stamp):
-            # differences across a gap would be wrong: restart the filters and windows there
+            return ()
+        gap = math.isfinite(self._last_stamp) and \
+            stamp - self._last_stamp > GAP_PERIODS / float(self._get("sample_rate"))
+        if gap:  # differences across a gap would be wrong: restart the filters and windows there
             self._warn("gaps", f"gap of {1e3 * (stamp - self._last_stamp):.1f} ms before t={stamp:.6f} s")
-            self._queue.append(None)
         self._last_stamp = stamp
-        if len(self._queue) >= int(self._get("max_queue")):
-            self._queue.popleft()
-            self._warn("dropped", "the estimator is too far behind: oldest queued sample dropped")
-        self._queue.append((stamp, q, dq, tau))
+        return gap, (stamp, q, dq, tau)
 
     def _on_truth(self, msg: ParameterEstimate) -> None:
         values = dict(zip(msg.names, msg.values, strict=False))
@@ -207,35 +212,47 @@ class EstimatorNode(Node):
         if backlog > 5 * float(self._get("sample_rate")) / float(self._get("process_rate")):
             self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
                                       throttle_duration_sec=2.0)
-        rows = []
+        segment: list[tuple] = []
         for _ in range(backlog):
-            item = self._queue.popleft()
-            if item is None:  # a gap: process what came before it, then restart
-                self._update(rows)
-                rows = []
+            parsed = self._parse(self._queue.popleft())
+            if not parsed:
+                continue
+            gap, item = parsed
+            if gap:  # process what came before the gap, then restart
+                self._condition_and_update(segment)
+                segment = []
                 fs = float(self._get("sample_rate"))
                 self.conditioner = CausalConditioner(len(self.joint_names), fs,
                                                      min(self.options.cutoff, 0.45 * fs))
                 self.estimator.rows.restart()
-                continue
-            stamp, q, dq, tau = item
-            try:
-                out = self.conditioner.push(stamp, q, dq, tau)
-            except DataError as exc:
-                self._warn("rejected_stale", str(exc))
-                continue
-            if out is not None:
-                rows.append(out)
-        self._update(rows)
+            segment.append(item)
+        self._condition_and_update(segment)
 
-    def _update(self, rows: list) -> None:
-        if rows:
-            cols = list(zip(*rows, strict=True))
+    def _condition_and_update(self, segment: list[tuple]) -> None:
+        """Condition a run of consecutive samples in one batch and update the estimate."""
+        if not segment:
+            return
+        t = np.array([s[0] for s in segment])
+        q = np.array([s[1] for s in segment])
+        tau = np.array([s[3] for s in segment])
+        velocities = [s[2] for s in segment]
+        dq = None if any(v is None for v in velocities) else np.array(velocities)
+        try:
+            out = self.conditioner.push_batch(t, q, dq, tau)
+        except DataError as exc:
+            self._warn("rejected_stale", str(exc))
+            return
+        if len(out[0]):
+            self._update(out)
+
+    def _update(self, cols) -> None:
+        """``cols = (t, q, dq, ddq, tau)`` arrays of conditioned samples."""
+        if len(cols[0]):
             with self._lock:
                 try:
-                    self.estimator.push_batch(*(np.array(c) for c in cols), log=False)
+                    self.estimator.push_batch(*cols, log=False)
                 except (DataError, SysIdError, np.linalg.LinAlgError) as exc:
-                    self._warn("rejected_nan", f"update of {len(rows)} samples rejected: {exc}; "
+                    self._warn("rejected_nan", f"update of {len(cols[0])} samples rejected: {exc}; "
                                                f"t={cols[0][0]:.4f}..{cols[0][-1]:.4f} s, "
                                                f"max |ddq| {np.abs(np.array(cols[3])).max():.3g}")
 
@@ -332,7 +349,7 @@ class EstimatorNode(Node):
 def main(args=None) -> None:
     rclpy.init(args=args)
     node = None
-    executor = MultiThreadedExecutor(num_threads=2)
+    executor = SingleThreadedExecutor()  # callbacks are short; batches keep up with the stream
     try:
         node = EstimatorNode()
         executor.add_node(node)
