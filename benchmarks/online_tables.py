@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 from sysid_ros.core import RobotModel, logdet_divergence  # noqa: E402
 from sysid_ros.core.estimators.rls_logdet import RLSLogDet  # noqa: E402
 from sysid_ros.core.excitation import FourierTrajectory, Limits  # noqa: E402
-from sysid_ros.core.online import ConservationRows, ForceRows  # noqa: E402
-from sysid_ros.core.simulation import simulate_mit  # noqa: E402
+from sysid_ros.core.online import CausalFilter, ConservationRows, ForceRows  # noqa: E402
+from sysid_ros.core.simulation import SensorModel, simulate_mit  # noqa: E402
 from sysid_ros.core.synthetic import Payload, floating_base, randomize, with_payload  # noqa: E402
 from sysid_ros.core.target import payload_target  # noqa: E402
 
@@ -48,15 +48,34 @@ def payload(mass: float) -> Payload:
 
 
 def estimator_model(model: RobotModel, error: float, seed: int) -> RobotModel:
-    """The robot model the estimator believes in: exact, or randomised by ``error`` %."""
+    """The robot model the estimator believes in: exact, or the arm's links randomised by
+    ``error`` % (a floating base keeps the mass and inertia the seed specifies for it)."""
     if error == 0.0:
         return model
     theta = randomize(model, model.nominal, error / 100.0, np.random.default_rng(seed))
+    floating = [j.body for j in model.joints if j.type == "free"]
+    for b in floating:
+        theta[model.body_slice(b)] = model.nominal[model.body_slice(b)]
     import copy
 
     mj = copy.deepcopy(model.mj)
     model.apply_to(mj, theta)
     return RobotModel(mj, joint_terms=model.joint_terms, source=model.source, xml=model._xml)
+
+
+def _conditioned(rec, tau: np.ndarray, floating: bool, cutoff: float):
+    """Causally conditioned ``(t, q, dq, ddq, tau)`` as the online conditioner makes them: sample
+    ``k−1`` with ``ddq = (v_k − v_{k−1})/h``, every signal through the same causal low-pass. A
+    floating base's qpos carries a quaternion: only the joint angles are filtered there."""
+    fs = 1.0 / (rec.t[1] - rec.t[0])
+    h = np.diff(rec.t)[:, None]
+
+    def filt(x: np.ndarray) -> np.ndarray:
+        return CausalFilter(fs, cutoff, x.shape[1]).block(x)
+
+    q = rec.q[:-1]
+    q = np.hstack((q[:, :7], filt(q[:, 7:]))) if floating else filt(q)
+    return rec.t[:-1], q, filt(rec.dq[:-1]), filt(np.diff(rec.dq, axis=0) / h), filt(tau[:-1])
 
 
 def run(scenario: str, mass: float, error: float, regression: str, args) -> float:
@@ -66,7 +85,8 @@ def run(scenario: str, mass: float, error: float, regression: str, args) -> floa
     truth_mj = with_payload(robot, pl)
     traj = FourierTrajectory.random(Limits.of(robot, acceleration=args.acceleration), seed=args.seed,
                                     period=10.0)
-    rec = simulate_mit(robot, traj, args.duration, truth=truth_mj,
+    sensor = SensorModel(velocity_noise=args.velocity_noise, seed=args.seed + 3)
+    rec = simulate_mit(robot, traj, args.duration, truth=truth_mj, sensor=sensor,
                        integrator="rk4" if scenario == "orbital" else "euler")
     rng = np.random.default_rng(args.seed + 1)
     tau = rec.tau.copy()
@@ -75,7 +95,11 @@ def run(scenario: str, mass: float, error: float, regression: str, args) -> floa
     believed = estimator_model(robot, error, args.seed + 2)
     target = payload_target(believed, "hand")
     if regression == "force":
-        rows = ForceRows(target).push_batch(rec.t, rec.q, rec.dq, rec.ddq, tau)
+        if args.velocity_noise > 0:  # accelerations differentiated causally from noisy velocity
+            t_c, q_c, dq_c, ddq_c, tau_c = _conditioned(rec, tau, scenario == "orbital", args.cutoff)
+            rows = ForceRows(target).push_batch(t_c, q_c, dq_c, ddq_c, tau_c)
+        else:  # the seed's setting: exact motion, noise on the torque only
+            rows = ForceRows(target).push_batch(rec.t, rec.q, rec.dq, rec.ddq, tau)
         est = RLSLogDet(target.prior, [slice(0, 10)], alpha=args.alpha, weight=1.0 / args.noise**2)
     else:
         builder = ConservationRows(target)
@@ -97,8 +121,14 @@ def main() -> int:
     parser.add_argument("--acceleration", type=float, default=8.0)
     parser.add_argument("--every", type=int, default=1, help="estimate every n-th sample")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--velocity-noise", type=float, default=0.0,
+                        help="[rad/s] std; > 0: force rows use causally differentiated velocity")
+    parser.add_argument("--cutoff", type=float, default=100.0, help="[Hz] causal low-pass")
     args = parser.parse_args()
     start = time.perf_counter()
+    print("force rows: " + ("exact motion, torque noise only (the seed's setting)" if args.velocity_noise == 0
+                            else f"velocity noise {args.velocity_noise} rad/s, causal differentiation at "
+                                 f"{args.cutoff} Hz"))
 
     print("TABLE II  ground robot, force regression: final log-det divergence (seed in brackets)")
     print(f"{'target':<16}{'error 0 %':>22}{'error 2.5 %':>22}")
