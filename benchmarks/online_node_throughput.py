@@ -38,23 +38,9 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--rate", type=float, default=1000.0)
-    parser.add_argument("--domain", type=int, default=91)
-    args = parser.parse_args()
-    model_path = ROOT.parent / "shared" / "robots" / "panda.xml"
-    model = RobotModel.from_mjcf(model_path)
-    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.01 / 6)
-    run = simulate_dataset(model, duration=args.duration, rate=args.rate, payload=payload,
-                           sensor=SensorModel(torque_noise=0.05))
-    env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain))
-    node_proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", f"model_path:={model_path}",
-         "-p", "target:=hand", "-p", "alpha:=10.0", "-p", f"sample_rate:={args.rate}",
-         "-p", "publish_rate:=20.0", "-p", "reliable_input:=true"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def stream(run, args):
+    """Stream ``run`` in real time; return (last estimate, catch-up time [s], send time [s],
+    failed publishes)."""
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain)
     node = rclpy.create_node("stream", context=context)
@@ -93,17 +79,45 @@ def main() -> int:
         time.sleep(0.01)
     m = latest.get("msg")
     caught_up = latest.get("at", float("nan")) - sent_done
-    node_proc.send_signal(signal.SIGINT)
-    out, _ = node_proc.communicate(timeout=20)
     executor.shutdown()
     spinner.join(timeout=5)
     node.destroy_node()
     rclpy.try_shutdown(context=context)
+    return m, caught_up, sent_done - start, failed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--domain", type=int, default=91)
+    args = parser.parse_args()
+    model_path = ROOT.parent / "shared" / "robots" / "panda.xml"
+    model = RobotModel.from_mjcf(model_path)
+    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.01 / 6)
+    run = simulate_dataset(model, duration=args.duration, rate=args.rate, payload=payload,
+                           sensor=SensorModel(torque_noise=0.05))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain))
+    node_proc = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", f"model_path:={model_path}",
+         "-p", "target:=hand", "-p", "alpha:=10.0", "-p", f"sample_rate:={args.rate}",
+         "-p", "publish_rate:=20.0", "-p", "reliable_input:=true"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        m, caught_up, sent_time, failed = stream(run, args)
+    finally:  # the node process never outlives the benchmark
+        if node_proc.poll() is None:
+            node_proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = node_proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            node_proc.kill()
+            out, _ = node_proc.communicate()
     behind = out.count("behind by")
     if failed:
         print(f"{len(failed)} publishes failed (writer full), first at sample {failed[0][0]}: {failed[0][1]}")
     print(f"streamed {len(run)} joint states of {len(run.joint_names)} joints at {args.rate:.0f} Hz "
-          f"in {sent_done - start:.2f} s")
+          f"in {sent_time:.2f} s")
     print(f"estimator processed {m.sample_count if m else 0} samples; last estimate {caught_up * 1e3:.0f} ms "
           f"after the last message; 'behind' warnings: {behind}; final mass {m.values[0]:.3f} kg, "
           f"divergence to prior {m.divergence_to_prior:.3g}; exit code {node_proc.returncode}")

@@ -27,6 +27,23 @@ def ros_domain_id() -> int:
     return 1 + (next(_domains) - 1) % 100
 
 
+def stop_process(proc) -> str:
+    """SIGINT a node process, wait (kill after 20 s) and return its output."""
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    except ValueError:  # already stopped and read by the test
+        return ""
+    return out or ""
+
+
 def robot_params():
     """pytest params over the shared reference robots plus the default robot."""
     files = [*ROBOT_FILES, DEFAULT_ROBOT]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED_ROBOTS
+from conftest import SHARED_ROBOTS, stop_process
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -49,13 +49,7 @@ def node_process(roots, ros_domain_id):
          "-p", "plots:=false"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     yield proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc)
 
 
 class Client:

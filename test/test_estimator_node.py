@@ -5,14 +5,13 @@ physically consistent at every publication."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
 
 import numpy as np
 import pytest
-from conftest import SHARED_ROBOTS
+from conftest import SHARED_ROBOTS, stop_process
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -52,21 +51,7 @@ def estimator_process(ros_domain_id):
          "-p", "alpha:=10.0", "-p", "reliable_input:=true", "-p", "publish_rate:=20.0"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     yield proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        out, _ = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    print(out[-4000:])  # shown by pytest when the test fails
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    print(stop_process(proc)[-4000:])  # shown by pytest when the test fails
 
 
 def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domain_id):
@@ -132,8 +117,7 @@ def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domai
         thread.join(timeout=5)
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-    estimator_process.send_signal(signal.SIGINT)
-    assert estimator_process.wait(timeout=20) == 0
-    log = estimator_process.stdout.read()
+    log = stop_process(estimator_process)
+    assert estimator_process.returncode == 0
     assert "non-finite joint state rejected (rejected_nan: 1)" in log
     assert "stale or out-of-order joint state" in log and "(rejected_stale: 1)" in log

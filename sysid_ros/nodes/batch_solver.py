@@ -17,10 +17,9 @@ import traceback
 from datetime import datetime
 from pathlib import Path
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -37,6 +36,7 @@ from ..core.preprocessing import Preprocessing
 from ..core.report import write_outputs
 from ..core.target import arm_target, payload_target
 from ..resources import default_robot_path
+from . import spin
 from .conversions import estimate_message
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -179,20 +179,8 @@ class BatchSolverNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    executor = MultiThreadedExecutor(num_threads=2)
-    try:
-        node = BatchSolverNode()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    # two threads: the solve runs in one while the other keeps serving
+    spin(BatchSolverNode, lambda: MultiThreadedExecutor(num_threads=2), args)
 
 
 if __name__ == "__main__":

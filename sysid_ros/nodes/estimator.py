@@ -18,10 +18,9 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -37,6 +36,7 @@ from ..core.online import CausalConditioner, OnlineEstimator
 from ..core.online_replay import ONLINE_METHODS, OnlineOptions, make_estimator
 from ..core.target import Target, arm_target, payload_target
 from ..resources import default_robot_path
+from . import spin
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -347,20 +347,7 @@ class EstimatorNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    executor = SingleThreadedExecutor()  # callbacks are short; batches keep up with the stream
-    try:
-        node = EstimatorNode()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin(EstimatorNode, SingleThreadedExecutor, args)  # callbacks are short: batches keep up
 
 
 if __name__ == "__main__":
