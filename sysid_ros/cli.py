@@ -28,7 +28,7 @@ from .core import base_parameters, run_offline_pipeline
 from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from .core.errors import SysIdError
 from .core.identify import METHODS, IdentifyOptions, check_method, online_result, prepare, run_method
-from .core.model import RobotModel
+from .core.model import RobotModel, joint_terms
 from .core.online_replay import ONLINE_METHODS, OnlineOptions, plot_convergence, replay, write_trajectory
 from .core.preprocessing import Preprocessing
 from .core.report import summary, write_outputs
@@ -100,19 +100,6 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"total time {elapsed:.2f} s (simulate {report.durations['simulate']:.2f} s, "
               f"identify {report.durations['identify']:.2f} s)")
     return 0
-
-
-_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo"}
-
-
-def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[str, ...]:
-    """Joint terms from ``--friction coulomb,viscous,offset`` and ``--armature``."""
-    items = friction.split(",") if isinstance(friction, str) else list(friction or [])
-    items = [i.strip() for i in items if i.strip()]
-    unknown = [i for i in items if i not in _FRICTION]
-    if unknown:
-        raise SysIdError(f"--friction takes {sorted(_FRICTION)}, got {unknown}")
-    return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
 
 
 def _parse_noise(spec: str | None, encoder: float, seed: int) -> SensorModel:

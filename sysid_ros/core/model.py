@@ -86,6 +86,20 @@ class Body:
     moving: bool
 
 
+_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo"}
+
+
+def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[JointTerm, ...]:
+    """Joint terms from user options: ``friction`` a comma list (or list) of coulomb, viscous,
+    offset; ``armature`` adds rotor inertia."""
+    items = friction.split(",") if isinstance(friction, str) else list(friction or [])
+    items = [i.strip() for i in items if i.strip()]
+    unknown = [i for i in items if i not in _FRICTION]
+    if unknown:
+        raise ModelError(f"friction terms are {sorted(_FRICTION)}, got {unknown}")
+    return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
+
+
 def body_params_from_inertial(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
     """10 standard parameters from mass [kg], CoM (3,) [m] and the (3, 3) inertia about the CoM.
 

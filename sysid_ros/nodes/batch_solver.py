@@ -26,12 +26,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.srv import BatchSolve
 
-from ..cli import joint_terms
 from ..core.bag import read_data
 from ..core.consistency import logdet_divergence, model_divergence
 from ..core.errors import SysIdError
 from ..core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
-from ..core.model import RobotModel
+from ..core.model import RobotModel, joint_terms
 from ..core.preprocessing import Preprocessing
 from ..core.report import write_outputs
 from ..core.target import arm_target, payload_target

@@ -28,10 +28,9 @@ from std_srvs.srv import Trigger
 
 from sysid_ros.msg import ParameterEstimate
 
-from ..cli import joint_terms
 from ..core.consistency import check_consistency, logdet_divergence, pseudo_inertia
 from ..core.errors import DataError, SysIdError
-from ..core.model import RobotModel
+from ..core.model import RobotModel, joint_terms
 from ..core.online import CausalConditioner, OnlineEstimator
 from ..core.online_replay import ONLINE_METHODS, OnlineOptions, make_estimator
 from ..core.target import Target, arm_target, payload_target
