@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -27,12 +28,17 @@ _E16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
 
 @dataclass(frozen=True)
 class LogDetStep:
-    """Diagnostics of one update."""
+    """Diagnostics of one update (the eigenvalues are computed when first read)."""
 
     iterations: int
     decrement: float  # Newton decrement λ²/2 at exit
-    min_eigenvalues: np.ndarray  # smallest eigenvalue of J per body after the update
+    pseudo_inertias: np.ndarray  # (B, 4, 4) J per body after the update
     step_cut: bool  # a fraction-to-boundary cut happened
+
+    @cached_property
+    def min_eigenvalues(self) -> np.ndarray:
+        """Smallest eigenvalue of J per body after the update (> 0: consistent)."""
+        return np.linalg.eigvalsh(self.pseudo_inertias)[:, 0]
 
 
 class RLSLogDet:
@@ -169,8 +175,7 @@ class RLSLogDet:
             if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
                 break
         self.theta, self._theta_chol = theta, chol
-        mins = np.linalg.eigvalsh(self._pseudo(theta))[:, 0]
-        return LogDetStep(iterations, decrement, mins, cut)
+        return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
 
     def divergence_to(self, reference: np.ndarray) -> float:
         """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters."""
