@@ -34,7 +34,6 @@ MOTOR_COMMAND = "/motor_command"
 TRUTH_FILE = "truth.json"
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 MOTOR_COMMAND_TYPE = "sysid_ros/msg/MotorCommand"
-PARAMETER_ESTIMATE_TYPE = "sysid_ros/msg/ParameterEstimate"
 Storage = Literal["mcap", "sqlite3"]
 
 

@@ -125,15 +125,6 @@ class Dataset:
                        tau=self.tau[:, cols],
                        command=None if self.command is None else self.command.select(cols))
 
-    def slice_time(self, start: float | None = None, stop: float | None = None) -> Dataset:
-        """Samples with ``start <= t < stop`` (times in seconds, as in ``t``)."""
-        keep = np.ones(len(self.t), dtype=bool)
-        if start is not None:
-            keep &= self.t >= start
-        if stop is not None:
-            keep &= self.t < stop
-        return replace(self, t=self.t[keep], q=self.q[keep], dq=self.dq[keep], tau=self.tau[keep])
-
 
 _CSV_NAMED = re.compile(r"^(q|dq|tau)_(.+)$")
 _CSV_NUMBERED = re.compile(r"^(q|dq|tau)(\d+)$")

@@ -18,7 +18,6 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from .consistency import check_consistency
 from .dataset import Dataset
 from .errors import DataError, IdentificationError
 from .estimators.convex import dual_metric_program, least_squares_program
@@ -152,7 +151,7 @@ def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time:
     except np.linalg.LinAlgError:
         beta_std = np.full(base.rank, np.nan)
     extra = dict(extra)
-    extra["consistency"] = _consistency(prep.target, theta)
+    extra["consistency"] = prep.target.consistency(theta)
     diag = diagnostics_for(w, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
                            solve_time=solve_time, extra=extra)
     return IdentificationResult(method, base, beta, beta_std, diag, theta=theta,
@@ -173,16 +172,6 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
         else "momentum"
     return replace(_standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6), extra),
                    joint_names=prep.dataset.joint_names)
-
-
-def _consistency(target: Target, theta: np.ndarray) -> dict:
-    if target.kind == "arm":
-        return check_consistency(target.model, theta).as_dict()
-    from .consistency import pseudo_inertia
-
-    lam = float(np.linalg.eigvalsh(pseudo_inertia(theta))[0])
-    return {"consistent": lam > 0, "bodies": {"payload": {"min_eigenvalue": lam, "consistent": lam > 0}},
-            "negative_joint_terms": []}
 
 
 def _pc_ls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
@@ -340,7 +329,7 @@ def _iv_method(constrained: bool) -> Callable:
                  "pi_rank": step.pi_rank}
         if step.solution is not None:
             extra |= _solver_extra(step.solution)
-        extra["consistency"] = _consistency(target, theta)
+        extra["consistency"] = target.consistency(theta)
         diag = diagnostics_for(xb, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
                                solve_time=time.perf_counter() - start, extra=extra)
         return IdentificationResult(name, base, beta, np.sqrt(np.maximum(np.diag(cov), 0.0)), diag,

@@ -51,12 +51,6 @@ def matvec3(r: np.ndarray, x: np.ndarray) -> np.ndarray:
         + r[..., 2, :] * x[..., None, 2, :]
 
 
-def matTvec3(r: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``Rᵀ x`` for ``r (..., 3, 3, N)`` and ``x (..., 3, N)``."""
-    return r[..., 0, :, :] * x[..., 0, None, :] + r[..., 1, :, :] * x[..., 1, None, :] \
-        + r[..., 2, :, :] * x[..., 2, None, :]
-
-
 def _times_const(r: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``R C`` for ``r (3, 3, N)`` and a constant ``c (3, 3)``."""
     return np.einsum("ijn,jk->ikn", r, c, optimize=False)
@@ -79,7 +73,6 @@ class TreeTopology:
     dof_before_mask: np.ndarray  # (nv, nv) dofs whose velocity precedes dof j's joint
     dof_body: np.ndarray  # (nv,) body index (id - 1) of each dof
     dof_type: np.ndarray  # (nv,) 0 hinge, 1 slide, 2 rotational of ball/free, 3 translation of free
-    hinge_slide_dofs: np.ndarray  # dof indices of hinge/slide joints
     dof_joint: np.ndarray  # (nv,) joint index of each dof
     has_free: bool
 
@@ -111,8 +104,7 @@ class TreeTopology:
                     before[jd, kd] = 1.0
                 elif dof_joint[kd] == dof_joint[jd] and dof_type[kd] == 3 and dof_type[jd] == 2:
                     before[jd, kd] = 1.0  # free joint: rotations see the joint's own translation
-        hs = np.flatnonzero(dof_type <= 1)
-        return cls(body_dof, before, dof_body, dof_type, hs, dof_joint, bool(np.any(dof_type == 3)))
+        return cls(body_dof, before, dof_body, dof_type, dof_joint, bool(np.any(dof_type == 3)))
 
 
 @dataclass

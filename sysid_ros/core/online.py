@@ -22,7 +22,6 @@ from typing import Literal
 import numpy as np
 import scipy.signal
 
-from .consistency import logdet_divergence, model_divergence
 from .errors import DataError, SysIdError
 from .estimators.rls import RecursiveLeastSquares
 from .estimators.rls_logdet import RLSLogDet
@@ -318,12 +317,7 @@ class OnlineEstimator:
 
     def divergence(self, reference: np.ndarray) -> float:
         """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent)."""
-        try:
-            if self.target.kind == "arm":
-                return model_divergence(self.target.model, self.theta, reference)
-            return logdet_divergence(self.theta, reference)
-        except SysIdError:
-            return float("nan")
+        return self.target.divergence(self.theta, reference)
 
     def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:
         """Process one sample; returns whether the estimate was updated."""

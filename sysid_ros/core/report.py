@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .consistency import check_consistency, logdet_divergence, model_divergence
+from .consistency import check_consistency
 from .errors import SysIdError
 from .estimators.convex import least_squares_program
 from .estimators.least_squares import regression_rows
@@ -81,13 +81,9 @@ def truth_comparison(result: IdentificationResult, target: Target, truth: dict[s
                  for n, t, e, r in zip(result.base.names, beta_true, result.beta, rel, strict=True)},
     }
     if theta is not None:
-        try:
-            if target.kind == "arm":
-                out["divergence_to_truth"] = model_divergence(target.model, theta, true_theta)
-            else:
-                out["divergence_to_truth"] = logdet_divergence(theta, true_theta)
-        except SysIdError:
-            pass
+        divergence = target.divergence(theta, true_theta)
+        if not np.isnan(divergence):  # NaN: the truth itself is not consistent
+            out["divergence_to_truth"] = divergence
     return out
 
 

@@ -13,6 +13,8 @@ from typing import Literal
 import numpy as np
 
 from .base_params import BaseParameters, base_parameters, random_states, reduce_regressor
+from .consistency import check_consistency, logdet_divergence, model_divergence, pseudo_inertia
+from .errors import SysIdError
 from .model import BODY_FIELDS, JOINT_FIELDS, RobotModel, body_params_from_inertial
 from .regressor import body_regressor, mass_matrix_regressor, torque_regressor
 
@@ -46,6 +48,25 @@ class Target:
         y_b, _ = body_regressor(self.model, self.body, q, dq, ddq)
         known = torque_regressor(self.model, q, dq, ddq) @ self.model.nominal
         return y_b, known
+
+    def consistency(self, theta: np.ndarray) -> dict:
+        """Physical consistency of ``theta`` (per body, and the joint-term signs for an arm)."""
+        if self.kind == "arm":
+            return check_consistency(self.model, theta).as_dict()
+        lam = float(np.linalg.eigvalsh(pseudo_inertia(theta))[0])
+        return {"consistent": lam > 0, "bodies": {"payload": {"min_eigenvalue": lam, "consistent": lam > 0}},
+                "negative_joint_terms": []}
+
+    def divergence(self, theta: np.ndarray, reference: np.ndarray) -> float:
+        """Σ_b log-det divergence of ``theta`` from ``reference`` (inf if ``theta`` is not
+        consistent, NaN if ``reference`` is not)."""
+        theta, reference = np.asarray(theta, dtype=float), np.asarray(reference, dtype=float)
+        try:
+            if self.kind == "arm":
+                return model_divergence(self.model, theta, reference)
+            return logdet_divergence(theta, reference)
+        except SysIdError:
+            return float("nan")
 
     def mass_matrix(self, q) -> tuple[np.ndarray, np.ndarray]:
         """``(Y_M (N, n, n, p), M_known (N, n, n))`` with ``M = Y_M θ + M_known``."""

@@ -27,7 +27,6 @@ from sysid_ros.msg import ParameterEstimate
 from sysid_ros.srv import BatchSolve
 
 from ..core.bag import read_data
-from ..core.consistency import logdet_divergence, model_divergence
 from ..core.errors import SysIdError
 from ..core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
 from ..core.model import RobotModel, joint_terms
@@ -156,12 +155,7 @@ class BatchSolverNode(Node):
         doc = json.loads((out / "result.json").read_text())
         exported = doc["exported_parameters"]["values"]
         values = [exported[n] for n in target.names]
-        prior_div = math.nan
-        try:
-            prior_div = (model_divergence(target.model, values, target.prior) if target.kind == "arm"
-                         else logdet_divergence(values, target.prior))
-        except (SysIdError, ValueError):
-            pass
+        prior_div = target.divergence(values, target.prior)
         truth = (doc.get("truth_comparison") or {}).get("divergence_to_truth", math.nan)
         cons = doc["diagnostics"].get("consistency", {}).get("consistent", False)
         response.estimate = estimate_message(

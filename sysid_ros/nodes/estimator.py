@@ -28,7 +28,6 @@ from std_srvs.srv import Trigger
 
 from sysid_ros.msg import ParameterEstimate
 
-from ..core.consistency import check_consistency, logdet_divergence, pseudo_inertia
 from ..core.errors import DataError, SysIdError
 from ..core.model import RobotModel, joint_terms
 from ..core.online import CausalConditioner, OnlineEstimator
@@ -287,27 +286,11 @@ class EstimatorNode(Node):
             msg.rank, msg.condition_number = 0, math.nan
         msg.residual_rms = residual
         msg.sample_count = samples
-        msg.physically_consistent = self._consistent(theta)
-        msg.divergence_to_prior = self._divergence(theta, target.prior)
-        msg.divergence_to_truth = (self._divergence(theta, self._truth) if self._truth is not None
+        msg.physically_consistent = bool(target.consistency(theta)["consistent"])
+        msg.divergence_to_prior = target.divergence(theta, target.prior)
+        msg.divergence_to_truth = (target.divergence(theta, self._truth) if self._truth is not None
                                    else math.nan)
         return msg
-
-    def _consistent(self, theta: np.ndarray) -> bool:
-        if self.target.kind == "arm":
-            return check_consistency(self.target.model, theta).consistent
-        return bool(np.linalg.eigvalsh(pseudo_inertia(theta))[0] > 0)
-
-    def _divergence(self, theta: np.ndarray, reference: np.ndarray) -> float:
-        try:
-            if self.target.kind == "arm":
-                model = self.target.model
-                return float(sum(logdet_divergence(theta[model.body_slice(b)],
-                                                   reference[model.body_slice(b)])
-                                 for b in model.param_bodies))
-            return logdet_divergence(theta, reference)
-        except SysIdError:
-            return math.nan
 
     def _publish(self) -> None:
         if self.estimator.samples:
