@@ -154,13 +154,12 @@ def _identify(args: argparse.Namespace) -> int:
         val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
                         command_topic=args.command_topic, joint_names=model.dof_joint_names)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed)
-    paths = write_outputs(args.out, result, target, prep, validation_prep=val_prep,
-                          plots=not args.no_plots)
+    paths, doc = write_outputs(args.out, result, target, prep, validation_prep=val_prep,
+                               plots=not args.no_plots)
     if online is not None:
         paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
         if not args.no_plots:
             paths.append(plot_convergence(Path(args.out) / "convergence.png", online))
-    doc = json.loads((Path(args.out) / "result.json").read_text())
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

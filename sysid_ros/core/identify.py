@@ -168,8 +168,7 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
                                            "p99": float(np.percentile(times, 99)) if times.size else None},
                         "residual_rms": est.residual_rms,
                         "final_divergence_to_truth": div[-1] if div else None}}
-    name = {"rls": "rls", "rls_logdet": "rls_logdet"}[est.estimator] if est.regression == "force" \
-        else "momentum"
+    name = est.estimator if est.regression == "force" else "momentum"
     return replace(_standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6), extra),
                    joint_names=prep.dataset.joint_names)
 

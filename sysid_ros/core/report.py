@@ -128,8 +128,10 @@ def _fmt(x, spec: str = "8.4f") -> str:
 
 
 def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Target, prep, *,
-                  validation_prep=None, plots: bool = True, extra: dict | None = None) -> list[Path]:
-    """Write ``result.json``, ``identified.xml`` and plots into ``out_dir``; return the paths."""
+                  validation_prep=None, plots: bool = True, extra: dict | None = None
+                  ) -> tuple[list[Path], dict[str, Any]]:
+    """Write ``result.json``, ``identified.xml`` and plots into ``out_dir``; return the paths and
+    the content of ``result.json`` (as JSON types)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".sysid-partial-", dir=out_dir))
@@ -151,7 +153,8 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
             doc["truth_comparison"] = truth_comparison(result, target, truth, theta)
         doc.update(extra or {})
         names = ["result.json"]
-        (staging / "result.json").write_text(json.dumps(doc, indent=2, default=_json) + "\n")
+        text = json.dumps(doc, indent=2, default=_json)
+        (staging / "result.json").write_text(text + "\n")
         mjcf = _write_mjcf(staging / "identified.xml", target, theta)
         if mjcf:
             names.append("identified.xml")
@@ -165,7 +168,7 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         for name in names:
             os.replace(staging / name, out_dir / name)
             paths.append((out_dir / name).resolve())
-        return paths
+        return paths, json.loads(text)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -9,7 +9,6 @@ refused with a clear message. The latest estimate is also published (latched) on
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -151,8 +150,7 @@ class BatchSolverNode(Node):
                        joint_names=model.dof_joint_names)
         prep = prepare(ds, target, settings, min_speed=options.min_speed)
         result = run_method(prep, options)
-        paths = write_outputs(out, result, target, prep, plots=bool(self._get("plots")))
-        doc = json.loads((out / "result.json").read_text())
+        paths, doc = write_outputs(out, result, target, prep, plots=bool(self._get("plots")))
         exported = doc["exported_parameters"]["values"]
         values = [exported[n] for n in target.names]
         prior_div = target.divergence(values, target.prior)
