@@ -22,7 +22,7 @@ from .dataset import Dataset
 from .errors import DataError, IdentificationError
 from .estimators.convex import dual_metric_program, least_squares_program
 from .estimators.iv import converged, iv_covariance, iv_step
-from .estimators.least_squares import joint_variances, ols, regression_rows, solve_weighted, wls
+from .estimators.least_squares import coulomb_rows, joint_variances, ols, regression_rows, solve_weighted, wls
 from .model import inertial_from_body_params
 from .preprocessing import Conditioned, Preprocessing, condition, lowpass, parallel_decimate
 from .result import IdentificationResult, diagnostics_for
@@ -94,9 +94,8 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
     x_full, known = target.regressor(cond.q, cond.dq, cond.ddq)
     (x, y, q, dq, ddq), kept = parallel_decimate(
         [x_full, cond.tau - known, cond.q, cond.dq, cond.ddq], cond.fs, settings)
-    mask = np.ones(y.shape, dtype=bool)
-    if target.kind == "arm" and "Fc" in target.model.joint_terms and min_speed > 0:
-        mask = np.abs(dq) >= min_speed
+    # a payload target's known arm keeps its friction on the output side: every row is valid
+    mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
     return Prepared(target, ds, settings, cond, kept, cond.t[kept], q, dq, ddq, x, y, mask)
 
 

@@ -16,11 +16,12 @@ import numpy as np
 
 from .base_params import BaseParameters, base_parameters
 from .estimators import ols
+from .estimators.least_squares import coulomb_rows
 from .excitation import FourierTrajectory, Limits
 from .model import RobotModel
 from .regressor import torque_regressor
 from .result import IdentificationResult
-from .simulation import Recording, simulate_mit
+from .simulation import simulate_mit
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,6 @@ class PipelineReport:
         return "\n".join(lines)
 
 
-def row_mask(model: RobotModel, rec: Recording, min_speed: float) -> np.ndarray:
-    """Rows ``(N, nv)`` to regress: all, or (with a Coulomb term) joints faster than ``min_speed``."""
-    if "Fc" in model.joint_terms and min_speed > 0:
-        return np.abs(rec.dq) >= min_speed
-    return np.ones(rec.dq.shape, dtype=bool)
-
-
 def run_offline_pipeline(
     model_path: str | Path,
     *,
@@ -136,12 +130,12 @@ def run_offline_pipeline(
 
     t0 = time.perf_counter()
     y = torque_regressor(model, rec.q, rec.dq, rec.ddq)
-    result = ols(y, rec.tau, base, mask=row_mask(model, rec, min_speed),
+    result = ols(y, rec.tau, base, mask=coulomb_rows(model, rec.dq, min_speed),
                  joint_names=model.dof_joint_names)
     times["identify"] = time.perf_counter() - t0
 
     y_val = base.columns(torque_regressor(model, val.q, val.dq, val.ddq))
-    mask = row_mask(model, val, min_speed)
+    mask = coulomb_rows(model, val.dq, min_speed)
     resid = np.where(mask, val.tau - y_val @ result.beta, np.nan)
     rmse = np.sqrt(np.nanmean(resid ** 2, axis=0))
     rel = 100.0 * np.sqrt(np.nansum(resid ** 2)) / np.linalg.norm(val.tau[mask])

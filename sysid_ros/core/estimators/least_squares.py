@@ -36,6 +36,14 @@ def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = No
     return y[mask], tau[mask], joint[mask]
 
 
+def coulomb_rows(model, dq: np.ndarray, min_speed: float) -> np.ndarray:
+    """Rows ``(N, nv)`` to regress: all, or — when ``model`` identifies a Coulomb term — only those
+    of joints faster than ``min_speed`` [rad/s] (the sign model fails near zero speed)."""
+    if "Fc" in model.joint_terms and min_speed > 0:
+        return np.abs(dq) >= min_speed
+    return np.ones(np.shape(dq), dtype=bool)
+
+
 def solve_weighted(w: np.ndarray, rhs: np.ndarray, weights: np.ndarray | None = None,
                    names: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """``(β, covariance)`` of ``min Σ weights·(w β − rhs)²``; covariance ``σ² (WᵀW)⁻¹``-style.
