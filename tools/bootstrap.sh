@@ -16,6 +16,11 @@ PYTHON="${PYTHON:-python3}"
 say() { printf '[bootstrap] %s\n' "$*"; }
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -d' ' -f1; }
 
+# One set-up at a time per checkout (two shells running `make test` must not build concurrently).
+mkdir -p "$ROOT/log"
+exec 9>"$ROOT/log/.bootstrap.lock"
+flock 9
+
 "$PYTHON" - <<'PY' || { echo "[bootstrap] Python 3.10-3.12 is required (ROS 2 Kilted wheels)"; exit 2; }
 import sys
 sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else 1)
