@@ -4,29 +4,61 @@
 21/22/23), a sanity table only: the bridge reads the registers at start-up. ``TMAX`` is a mapping
 range, not the rated torque. A robot model names its motors with MJCF custom text entries
 ``<text name="motor:JOINT" data="DM4340"/>``.
+
+The official SDKs disagree on some defaults; ``alternatives`` holds the other documented
+``(pmax, vmax, tmax)`` triples so a register read that matches one of them is recognised
+(:meth:`MotorModel.matches`). This is the one table of the package: the hardware codec's
+``DAMIAO_LIMITS`` is derived from it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class MotorModel:
+    """One motor model's common default mapping ranges and the other documented defaults."""
+
     name: str
     pmax: float
     vmax: float
     tmax: float
+    alternatives: tuple[tuple[float, float, float], ...] = ()
+    note: str = ""
+
+    @property
+    def defaults(self) -> tuple[float, float, float]:
+        """The common default ``(pmax, vmax, tmax)``."""
+        return (self.pmax, self.vmax, self.tmax)
+
+    def matches(self, pmax: float, vmax: float, tmax: float, *, rel_tol: float = 1e-3) -> bool:
+        """Whether read registers equal the common default or one of the documented alternatives
+        (relative tolerance ``rel_tol``, registers are float32)."""
+        read = (pmax, vmax, tmax)
+        return any(
+            all(math.isclose(r, d, rel_tol=rel_tol) for r, d in zip(read, known, strict=True))
+            for known in (self.defaults, *self.alternatives)
+        )
 
 
 DAMIAO_MOTORS: dict[str, MotorModel] = {
     m.name: m
     for m in (
+        MotorModel("DM3507", 12.566, 50.0, 5.0),
         MotorModel("DM4310", 12.5, 30.0, 10.0),
-        MotorModel("DM4310-48V", 12.5, 50.0, 10.0),
-        MotorModel("DM4340", 12.5, 10.0, 28.0),
-        MotorModel("DM4340-48V", 12.5, 10.0, 28.0),
-        MotorModel("DM6006", 12.5, 45.0, 20.0),
-        MotorModel("DM8006", 12.5, 45.0, 40.0),
+        MotorModel("DM4310-48V", 12.5, 50.0, 10.0, ((12.5, 30.0, 10.0),), "one wiki says VMAX 30"),
+        MotorModel("DM4340", 12.5, 10.0, 28.0, ((12.5, 8.0, 28.0),), "older SDK VMAX 8"),
+        MotorModel("DM4340-48V", 12.5, 10.0, 28.0, ((12.5, 20.0, 28.0),), "newer SDK VMAX 20"),
+        MotorModel("DM6006", 12.5, 45.0, 20.0, ((12.5, 45.0, 12.0),), "newer SDK TMAX 12"),
+        MotorModel("DM6248", 12.566, 20.0, 120.0),
+        MotorModel("DM8006", 12.5, 45.0, 40.0, ((12.5, 45.0, 20.0),), "newer SDK TMAX 20"),
+        MotorModel("DM8009", 12.5, 45.0, 54.0),
+        MotorModel("DM10010L", 12.5, 25.0, 200.0),
+        MotorModel("DM10010", 12.5, 20.0, 200.0),
+        MotorModel("DMH3510", 12.5, 280.0, 1.0),
+        MotorModel("DMH6215", 12.5, 45.0, 10.0),
+        MotorModel("DMG6220", 12.5, 45.0, 10.0),
     )
 }

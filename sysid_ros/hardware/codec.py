@@ -1,0 +1,671 @@
+"""Damiao DM-J motor CAN protocol: pure encoders and decoders (``docs/damiao-protocol.md``).
+
+No I/O and no python-can here: every function maps numbers to the 8-byte payloads of classic CAN
+frames and back. Arbitration IDs are the caller's business (:func:`command_arbitration_id`,
+:data:`REGISTER_REQUEST_ID`; feedback and register replies arrive on the motor's MST_ID).
+
+Units: position [rad], velocity [rad/s], torque [N·m], kp [N·m/rad], kd [N·m·s/rad],
+temperatures [°C], all on the motor's own shaft (after its gearbox; the joint mapping —
+direction, offset, gear ratio — belongs to the bridge).
+
+**Rounding.** The MIT-mode fields are fixed-point over ``[lo, hi]`` with ``2ⁿ−1`` steps. The
+reference encoder truncates, ``u = trunc((x−lo)·(2ⁿ−1)/(hi−lo))``: every value lands up to one
+whole count low (on average half a count), so commands and — when the firmware truncates too —
+measurements are biased, and ``0`` encodes half a count negative (−0.19 mrad for PMAX 12.5; a
+gain kp = 10 of range 500 becomes 9.89). For identification an unbiased quantiser matters more
+than bit-compatibility with the reference encoder, so :func:`float_to_uint` **rounds to
+nearest**: the error is at most half a count either way and zero on average. Because ``2ⁿ−1`` is
+odd, ``0`` itself is never representable in a symmetric range: it rounds to the count half a
+step above. The worked example of the notes (``7F FF 7F F0 51 19 97 FF``) is the truncating
+encoder's output; rounding gives ``80 00 80 00 52 19 A8 00``; both are tested, and
+``encode_mit(..., truncate=True)`` reproduces the reference bytes.
+
+**Special-command collision (inference).** A MIT frame whose first seven bytes are ``FF`` and
+whose last byte is ``FB``..``FE`` *is* a special command to the firmware (p = +PMAX, v = +VMAX,
+kp = 500, kd = 5 and τ ≈ +TMAX). :func:`encode_mit` never emits one: it lowers kd by one count
+(5/4095 N·m·s/rad) in that case.
+
+Every encoder rejects NaN and ±inf with :class:`CodecError` — a NaN never becomes a frame.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Literal
+
+from ..core.errors import SysIdError
+from ..core.motors import DAMIAO_MOTORS, MotorModel
+
+FRAME_LENGTH = 8
+"""Payload length [bytes] of every MIT, special, feedback and register frame."""
+
+KP_MAX = 500.0
+"""Upper end of the MIT kp range [N·m/rad] (lower end 0)."""
+KD_MAX = 5.0
+"""Upper end of the MIT kd range [N·m·s/rad] (lower end 0)."""
+
+
+class CodecError(SysIdError):
+    """A value cannot be encoded (NaN, unknown register...) or a payload cannot be decoded."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Modes, states
+
+
+class CtrlMode(IntEnum):
+    """Control mode (register CTRL_MODE = 10). Each mode listens on ``ESC_ID + mode_offset``."""
+
+    MIT = 1
+    POS_VEL = 2
+    VEL = 3
+    FORCE_POS = 4
+
+
+_MODE_OFFSETS = {CtrlMode.MIT: 0x000, CtrlMode.POS_VEL: 0x100, CtrlMode.VEL: 0x200, CtrlMode.FORCE_POS: 0x300}
+
+
+def mode_offset(mode: CtrlMode | int) -> int:
+    """Arbitration-ID offset of a mode's command frames: 0x000, 0x100, 0x200 or 0x300."""
+    try:
+        return _MODE_OFFSETS[CtrlMode(mode)]
+    except ValueError:
+        known = [int(m) for m in CtrlMode]
+        raise CodecError(f"unknown control mode {mode!r}; expected one of {known}") from None
+
+
+def command_arbitration_id(can_id: int, mode: CtrlMode | int = CtrlMode.MIT) -> int:
+    """Arbitration ID of command and special frames for motor ``can_id`` (ESC_ID) in ``mode``."""
+    _check_can_id(can_id)
+    arbitration_id = can_id + mode_offset(mode)
+    if arbitration_id >= REGISTER_REQUEST_ID:
+        raise CodecError(f"CAN ID 0x{can_id:X} + mode offset 0x{mode_offset(mode):X} leaves the 11-bit range "
+                         "below 0x7FF")
+    return arbitration_id
+
+
+class MotorState(IntEnum):
+    """State nibble of the feedback frame (high nibble of D0)."""
+
+    DISABLED = 0x0
+    ENABLED = 0x1
+    OVER_VOLTAGE = 0x8
+    UNDER_VOLTAGE = 0x9
+    OVER_CURRENT = 0xA
+    MOSFET_OVER_TEMP = 0xB
+    COIL_OVER_TEMP = 0xC
+    COMM_LOST = 0xD
+    OVERLOAD = 0xE
+
+    @property
+    def is_fault(self) -> bool:
+        """Any state other than disabled/enabled; a fault drops the motor out of enable."""
+        return self not in (MotorState.DISABLED, MotorState.ENABLED)
+
+    @property
+    def description(self) -> str:
+        return describe(self)
+
+
+_STATE_TEXT = {
+    MotorState.DISABLED: "disabled",
+    MotorState.ENABLED: "enabled",
+    MotorState.OVER_VOLTAGE: "over-voltage (supply too high, or regenerated energy with no sink)",
+    MotorState.UNDER_VOLTAGE: "under-voltage (supply too low or sagging under load)",
+    MotorState.OVER_CURRENT: "over-current",
+    MotorState.MOSFET_OVER_TEMP: "MOSFET over-temperature (driver too hot)",
+    MotorState.COIL_OVER_TEMP: "coil over-temperature (rotor winding too hot)",
+    MotorState.COMM_LOST: "communication lost (no command within the motor's CAN TIMEOUT)",
+    MotorState.OVERLOAD: "overload",
+}
+
+
+def describe(state: MotorState | int) -> str:
+    """Human description of a state code, e.g. ``describe(0xD)`` → ``"communication lost (...)"``."""
+    try:
+        return f"0x{int(state):X} {_STATE_TEXT[MotorState(state)]}"
+    except ValueError:
+        return f"0x{int(state):X} unknown state code"
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits
+
+
+@dataclass(frozen=True)
+class MitLimits:
+    """MIT-mode mapping ranges: ``[−pmax, pmax]`` rad, ``[−vmax, vmax]`` rad/s, ``[−tmax, tmax]``
+    N·m (registers PMAX/VMAX/TMAX), ``[0, kp_max]`` N·m/rad and ``[0, kd_max]`` N·m·s/rad."""
+
+    pmax: float
+    vmax: float
+    tmax: float
+    kp_max: float = KP_MAX
+    kd_max: float = KD_MAX
+
+    def __post_init__(self) -> None:
+        for field in ("pmax", "vmax", "tmax", "kp_max", "kd_max"):
+            value = getattr(self, field)
+            try:
+                ok = math.isfinite(float(value)) and float(value) > 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise CodecError(f"MitLimits.{field} must be a finite number > 0, got {value!r}")
+
+    @classmethod
+    def for_model(cls, model: str) -> MitLimits:
+        """The common default limits of a Damiao model (e.g. ``"DM4340"``) — a sanity value; read
+        the motor's registers for the real ones."""
+        try:
+            return DAMIAO_LIMITS[model]
+        except KeyError:
+            known = sorted(DAMIAO_LIMITS)
+            raise CodecError(f"unknown Damiao motor model {model!r}; known: {known}") from None
+
+    @classmethod
+    def from_motor(cls, motor: MotorModel) -> MitLimits:
+        return cls(motor.pmax, motor.vmax, motor.tmax)
+
+
+DAMIAO_LIMITS: dict[str, MitLimits] = {name: MitLimits.from_motor(m) for name, m in DAMIAO_MOTORS.items()}
+"""Default MIT limits per model, derived from :data:`sysid_ros.core.motors.DAMIAO_MOTORS`."""
+
+
+def check_limits(model: str, limits: MitLimits, *, rel_tol: float = 1e-3) -> str | None:
+    """``None`` if registers read from a motor (``limits``) match the model's common default or a
+    documented alternative, else a message saying what was expected and what came."""
+    motor = DAMIAO_MOTORS.get(model)
+    if motor is None:
+        return f"unknown Damiao motor model {model!r}; known: {sorted(DAMIAO_MOTORS)}"
+    if motor.matches(limits.pmax, limits.vmax, limits.tmax, rel_tol=rel_tol):
+        return None
+    known = " or ".join(f"{p:g}/{v:g}/{t:g}" for p, v, t in (motor.defaults, *motor.alternatives))
+    return (f"{model}: registers PMAX/VMAX/TMAX = {limits.pmax:g}/{limits.vmax:g}/{limits.tmax:g}, "
+            f"expected {known} (a different motor model, or limits changed in the motor's flash?)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed-point mapping
+
+
+def _finite(x: float, what: str) -> float:
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        raise CodecError(f"{what}: expected a finite number, got {x!r}") from None
+    if not math.isfinite(value):
+        raise CodecError(f"{what}: expected a finite number, got {value!r} (NaN/inf never become a frame)")
+    return value
+
+
+def float_to_uint(x: float, lo: float, hi: float, bits: int, *, truncate: bool = False) -> int:
+    """Fixed-point code of ``x`` over ``[lo, hi]`` with ``2**bits − 1`` steps.
+
+    ``x`` is clamped to ``[lo, hi]`` first, then rounded to the nearest count (ties up), so the
+    round-trip error is at most half a count, ``(hi−lo)/(2**bits−1)/2``, and unbiased; the
+    reference encoder's truncation (``truncate=True``) is up to one count low and biased by half
+    a count on average (0 encodes negative). NaN/inf raise :class:`CodecError`.
+    """
+    x = _finite(x, "float_to_uint value")
+    if not hi > lo:
+        raise CodecError(f"float_to_uint: range must have hi > lo, got [{lo}, {hi}]")
+    span = (1 << bits) - 1
+    scaled = (min(max(x, lo), hi) - lo) * span / (hi - lo)
+    u = int(scaled) if truncate else math.floor(scaled + 0.5)
+    return min(max(u, 0), span)
+
+
+def uint_to_float(u: int, lo: float, hi: float, bits: int) -> float:
+    """Value of fixed-point code ``u`` (``0 ≤ u ≤ 2**bits − 1``) over ``[lo, hi]``."""
+    span = (1 << bits) - 1
+    if not 0 <= u <= span:
+        raise CodecError(f"uint_to_float: code {u} outside [0, {span}] for {bits} bits")
+    return u * (hi - lo) / span + lo
+
+
+def resolution(lo: float, hi: float, bits: int) -> float:
+    """One count of a fixed-point field [field units]."""
+    return (hi - lo) / ((1 << bits) - 1)
+
+
+def _check_payload(data: bytes | bytearray, what: str, lengths: tuple[int, ...] = (FRAME_LENGTH,)) -> bytes:
+    data = bytes(data)
+    if len(data) not in lengths:
+        expected = " or ".join(str(n) for n in lengths)
+        raise CodecError(f"{what}: expected {expected} bytes, got {len(data)} ({data.hex(' ')})")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# MIT command
+
+
+@dataclass(frozen=True)
+class MitCommand:
+    """One MIT-mode command: τ = kp·(position − p) + kd·(velocity − v) + torque on the motor."""
+
+    position: float
+    velocity: float
+    kp: float
+    kd: float
+    torque: float
+
+
+def encode_mit(cmd: MitCommand, limits: MitLimits, *, truncate: bool = False) -> bytes:
+    """8-byte MIT payload (§1 layout, MSB first): p 16 bit, v 12, kp 12, kd 12, τ 12; every field
+    clamped to its range and rounded to nearest (``truncate=True``: the reference encoder)."""
+    p = float_to_uint(_finite(cmd.position, "MIT position"), -limits.pmax, limits.pmax, 16, truncate=truncate)
+    v = float_to_uint(_finite(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, 12, truncate=truncate)
+    kp = float_to_uint(_finite(cmd.kp, "MIT kp"), 0.0, limits.kp_max, 12, truncate=truncate)
+    kd = float_to_uint(_finite(cmd.kd, "MIT kd"), 0.0, limits.kd_max, 12, truncate=truncate)
+    t = float_to_uint(_finite(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, 12, truncate=truncate)
+    data = _pack_mit(p, v, kp, kd, t)
+    if parse_special(data) is not None:  # the firmware would read it as enable/disable/zero/clear
+        data = _pack_mit(p, v, kp, kd - 1, t)
+    return data
+
+
+def _pack_mit(p: int, v: int, kp: int, kd: int, t: int) -> bytes:
+    return bytes((
+        p >> 8, p & 0xFF,
+        v >> 4, ((v & 0xF) << 4) | (kp >> 8),
+        kp & 0xFF,
+        kd >> 4, ((kd & 0xF) << 4) | (t >> 8),
+        t & 0xFF,
+    ))
+
+
+def decode_mit(data: bytes | bytearray, limits: MitLimits) -> MitCommand:
+    """Inverse of :func:`encode_mit` (what the firmware reads from a MIT payload)."""
+    d = _check_payload(data, "MIT command")
+    p = (d[0] << 8) | d[1]
+    v = (d[2] << 4) | (d[3] >> 4)
+    kp = ((d[3] & 0xF) << 8) | d[4]
+    kd = (d[5] << 4) | (d[6] >> 4)
+    t = ((d[6] & 0xF) << 8) | d[7]
+    return MitCommand(
+        position=uint_to_float(p, -limits.pmax, limits.pmax, 16),
+        velocity=uint_to_float(v, -limits.vmax, limits.vmax, 12),
+        kp=uint_to_float(kp, 0.0, limits.kp_max, 12),
+        kd=uint_to_float(kd, 0.0, limits.kd_max, 12),
+        torque=uint_to_float(t, -limits.tmax, limits.tmax, 12),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Feedback
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One feedback frame. ``motor_id`` is only the low nibble of the ESC_ID (route replies by
+    arbitration ID = MST_ID instead); temperatures are whole °C (uint8)."""
+
+    motor_id: int
+    state: MotorState
+    position: float
+    velocity: float
+    torque: float
+    t_mos: int
+    t_rotor: int
+
+
+def decode_feedback(data: bytes | bytearray, limits: MitLimits) -> Feedback:
+    """Decode a feedback payload (§4). An unknown state nibble raises :class:`CodecError`."""
+    d = _check_payload(data, "feedback frame")
+    try:
+        state = MotorState(d[0] >> 4)
+    except ValueError:
+        raise CodecError(f"feedback frame: unknown state code 0x{d[0] >> 4:X} in D0 ({d.hex(' ')})") from None
+    p = (d[1] << 8) | d[2]
+    v = (d[3] << 4) | (d[4] >> 4)
+    t = ((d[4] & 0xF) << 8) | d[5]
+    return Feedback(
+        motor_id=d[0] & 0xF,
+        state=state,
+        position=uint_to_float(p, -limits.pmax, limits.pmax, 16),
+        velocity=uint_to_float(v, -limits.vmax, limits.vmax, 12),
+        torque=uint_to_float(t, -limits.tmax, limits.tmax, 12),
+        t_mos=d[6],
+        t_rotor=d[7],
+    )
+
+
+def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
+    """Feedback payload as the firmware sends it (for the emulator). Values are clamped to the
+    mapping ranges and rounded to nearest; temperatures rounded and clamped to 0..255 °C."""
+    if not 0 <= int(fb.motor_id) <= 0xF:
+        raise CodecError(f"feedback motor_id is the low nibble of ESC_ID: expected 0..15, got {fb.motor_id}")
+    state = MotorState(fb.state)
+    p = float_to_uint(_finite(fb.position, "feedback position"), -limits.pmax, limits.pmax, 16)
+    v = float_to_uint(_finite(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, 12)
+    t = float_to_uint(_finite(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, 12)
+    t_mos = min(max(round(_finite(fb.t_mos, "feedback t_mos")), 0), 255)
+    t_rotor = min(max(round(_finite(fb.t_rotor, "feedback t_rotor")), 0), 255)
+    return bytes((
+        (int(state) << 4) | int(fb.motor_id),
+        p >> 8, p & 0xFF,
+        v >> 4, ((v & 0xF) << 4) | (t >> 8),
+        t & 0xFF,
+        t_mos, t_rotor,
+    ))
+
+
+# ---------------------------------------------------------------------------------------------
+# Special commands
+
+
+class Special(IntEnum):
+    """Last byte of a special command ``FF FF FF FF FF FF FF xx`` (sent to ESC_ID + mode offset)."""
+
+    ENABLE = 0xFC
+    DISABLE = 0xFD
+    SET_ZERO = 0xFE
+    CLEAR_ERROR = 0xFB
+
+
+_SPECIAL_PREFIX = b"\xff" * 7
+
+
+def special_frame(kind: Special | int) -> bytes:
+    """``FF×7 kind``. SET_ZERO writes flash (do it disabled; prefer a software offset)."""
+    try:
+        return _SPECIAL_PREFIX + bytes((Special(kind),))
+    except ValueError:
+        known = [hex(s) for s in Special]
+        raise CodecError(f"unknown special command {kind!r}; expected one of {known}") from None
+
+
+def parse_special(data: bytes | bytearray) -> Special | None:
+    """The special command of an 8-byte payload, or ``None`` if it is not one."""
+    data = bytes(data)
+    if len(data) != FRAME_LENGTH or data[:7] != _SPECIAL_PREFIX:
+        return None
+    try:
+        return Special(data[7])
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Registers
+
+
+REGISTER_REQUEST_ID = 0x7FF
+"""Arbitration ID of every register request (read, write, save, refresh); replies come on MST_ID."""
+
+
+class Register(IntEnum):
+    """Register IDs (RID). The notes name 1, 7–10, 20–23, 35, 80, 81; the rest follow Damiao's
+    manual register table."""
+
+    UV_VALUE = 0
+    KT_VALUE = 1
+    OT_VALUE = 2
+    OC_VALUE = 3
+    ACC = 4
+    DEC = 5
+    MAX_SPD = 6
+    MST_ID = 7
+    ESC_ID = 8
+    TIMEOUT = 9
+    CTRL_MODE = 10
+    DAMP = 11
+    INERTIA = 12
+    HW_VER = 13
+    SW_VER = 14
+    SN = 15
+    NPP = 16
+    RS = 17
+    LS = 18
+    FLUX = 19
+    GR = 20
+    PMAX = 21
+    VMAX = 22
+    TMAX = 23
+    I_BW = 24
+    KP_ASR = 25
+    KI_ASR = 26
+    KP_APR = 27
+    KI_APR = 28
+    OV_VALUE = 29
+    GREF = 30
+    DETA = 31
+    V_BW = 32
+    IQ_C1 = 33
+    VL_C1 = 34
+    CAN_BR = 35
+    SUB_VER = 36
+    U_OFF = 50
+    V_OFF = 51
+    K1 = 52
+    K2 = 53
+    M_OFF = 54
+    DIR = 55
+    P_M = 80
+    XOUT = 81
+
+
+UINT32_REGISTERS = frozenset({Register.MST_ID, Register.ESC_ID, Register.TIMEOUT, Register.CTRL_MODE,
+                              Register.HW_VER, Register.SW_VER, Register.SN, Register.NPP,
+                              Register.CAN_BR, Register.SUB_VER})
+"""RIDs whose value is a little-endian uint32 (7–10, 13–16, 35–36); all others are float32."""
+
+READ_ONLY_REGISTERS = frozenset({Register.P_M, Register.XOUT})
+"""Registers :func:`write_register_frame` refuses (motor and output-shaft position)."""
+
+TIMEOUT_UNIT_S = 50e-6
+"""One count of the TIMEOUT register [s]."""
+
+_OPS: dict[int, Literal["read", "write", "save", "refresh"]] = {
+    0x33: "read", 0x55: "write", 0xAA: "save", 0xCC: "refresh"}
+_OP_CODES = {name: code for code, name in _OPS.items()}
+SAVE_SUBCOMMAND = 0x01
+"""D3 of a save-to-flash request and reply."""
+
+RegisterValue = int | float
+
+
+def register(rid: Register | int) -> Register:
+    """The :class:`Register` of a RID; :class:`CodecError` naming the RID if unknown."""
+    try:
+        return Register(rid)
+    except ValueError:
+        known = sorted(int(r) for r in Register)
+        raise CodecError(f"unknown register RID {rid!r}; known RIDs: {known}") from None
+
+
+def encode_register_value(rid: Register | int, value: RegisterValue) -> bytes:
+    """4 bytes little-endian: uint32 for :data:`UINT32_REGISTERS`, float32 otherwise."""
+    reg = register(rid)
+    if reg in UINT32_REGISTERS:
+        if isinstance(value, float) and not value.is_integer():
+            raise CodecError(f"register {reg.name} holds a uint32, got non-integer {value!r}")
+        try:
+            ivalue = int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise CodecError(f"register {reg.name} holds a uint32, got {value!r}") from None
+        if not 0 <= ivalue <= 0xFFFFFFFF:
+            raise CodecError(f"register {reg.name} holds a uint32 (0..4294967295), got {ivalue}")
+        return struct.pack("<I", ivalue)
+    fvalue = _finite(value, f"register {reg.name}")
+    try:
+        return struct.pack("<f", fvalue)
+    except OverflowError:
+        raise CodecError(f"register {reg.name}: {fvalue!r} does not fit a float32") from None
+
+
+def decode_register_value(rid: Register | int, raw: bytes | bytearray) -> RegisterValue:
+    """Inverse of :func:`encode_register_value` (``raw`` is 4 bytes)."""
+    reg = register(rid)
+    raw = _check_payload(raw, f"register {reg.name} value", (4,))
+    return struct.unpack("<I", raw)[0] if reg in UINT32_REGISTERS else struct.unpack("<f", raw)[0]
+
+
+def _check_can_id(can_id: int) -> None:
+    if not (isinstance(can_id, int) and 0 <= can_id <= 0x7FF) or can_id == REGISTER_REQUEST_ID:
+        raise CodecError(f"CAN ID must be an 11-bit ID other than 0x7FF, got {can_id!r}")
+
+
+def _id_bytes(can_id: int) -> bytes:
+    _check_can_id(can_id)
+    return bytes((can_id & 0xFF, can_id >> 8))
+
+
+def read_register_frame(can_id: int, rid: Register | int) -> bytes:
+    """Request ``[ID_L, ID_H, 0x33, RID, 0, 0, 0, 0]`` (send to :data:`REGISTER_REQUEST_ID`)."""
+    return _id_bytes(can_id) + bytes((0x33, register(rid))) + bytes(4)
+
+
+def write_register_frame(can_id: int, rid: Register | int, value: RegisterValue) -> bytes:
+    """Request ``[ID_L, ID_H, 0x55, RID, d0..d3]`` writing RAM (uint32 or float32 by RID); the
+    motor echoes it. Read-only registers raise :class:`CodecError`."""
+    reg = register(rid)
+    if reg in READ_ONLY_REGISTERS:
+        raise CodecError(f"register {reg.name} ({int(reg)}) is read-only")
+    return _id_bytes(can_id) + bytes((0x55, reg)) + encode_register_value(reg, value)
+
+
+def save_frame(can_id: int) -> bytes:
+    """Request ``[ID_L, ID_H, 0xAA, 0x01, 0, 0, 0, 0]``: store all registers to flash (only while
+    disabled; ≤ 30 ms; flash lasts ~10k cycles)."""
+    return _id_bytes(can_id) + bytes((0xAA, SAVE_SUBCOMMAND)) + bytes(4)
+
+
+def refresh_frame(can_id: int) -> bytes:
+    """Request ``[ID_L, ID_H, 0xCC, 0x00, 0, 0, 0, 0]``: the motor answers one feedback frame."""
+    return _id_bytes(can_id) + bytes((0xCC, 0x00)) + bytes(4)
+
+
+@dataclass(frozen=True)
+class RegisterReply:
+    """A reply on MST_ID to a register request. ``rid`` is the register (for ``save``, D3 = 0x01);
+    ``value`` the decoded value (``None`` for ``save``)."""
+
+    can_id: int
+    op: Literal["read", "write", "save"]
+    rid: int
+    value: RegisterValue | None
+
+
+@dataclass(frozen=True)
+class RegisterRequest:
+    """A register request as the motor sees it on 0x7FF. ``value`` is set for writes only."""
+
+    can_id: int
+    op: Literal["read", "write", "save", "refresh"]
+    rid: int
+    value: RegisterValue | None
+    raw: bytes
+
+
+def parse_register_reply(data: bytes | bytearray, *, can_id: int | None = None) -> RegisterReply | None:
+    """A register reply, or ``None`` if ``data`` is not one (e.g. a feedback frame).
+
+    Replies are told from feedback by D2 ∈ {0x33, 0x55, 0xAA} and D3 a known RID (0x01 for
+    save); give ``can_id`` to also require D0/D1 = that ID. A feedback frame can still look like
+    a reply (D2 is a position byte): expect register replies only while a request is pending and
+    the motor is not being commanded (configure before streaming, as the notes advise).
+    """
+    data = bytes(data)
+    if len(data) not in (4, FRAME_LENGTH) or data[2] not in (0x33, 0x55, 0xAA):
+        return None
+    reply_id = data[0] | (data[1] << 8)
+    if reply_id > 0x7FF or (can_id is not None and reply_id != can_id):
+        return None
+    op = _OPS[data[2]]
+    if op == "save":
+        return RegisterReply(reply_id, "save", data[3], None) if data[3] == SAVE_SUBCOMMAND else None
+    if len(data) != FRAME_LENGTH or data[3] not in Register._value2member_map_:
+        return None
+    return RegisterReply(reply_id, op, data[3], decode_register_value(data[3], data[4:8]))
+
+
+def register_reply_frame(can_id: int, op: Literal["read", "write", "save"], rid: int,
+                         value: RegisterValue | None = None) -> bytes:
+    """The motor's reply payload (for the emulator): ``[ID_L, ID_H, op, RID, d0..d3]``; a save
+    reply is ``[ID_L, ID_H, 0xAA, 0x01, 0, 0, 0, 0]``."""
+    if op == "save":
+        return _id_bytes(can_id) + bytes((0xAA, SAVE_SUBCOMMAND)) + bytes(4)
+    if op not in ("read", "write"):
+        raise CodecError(f"register reply op must be 'read', 'write' or 'save', got {op!r}")
+    if value is None:
+        raise CodecError(f"register {op} reply needs a value")
+    return _id_bytes(can_id) + bytes((_OP_CODES[op], register(rid))) + encode_register_value(rid, value)
+
+
+def parse_register_request(data: bytes | bytearray) -> RegisterRequest | None:
+    """A request sent to 0x7FF as the motor parses it, or ``None`` if D2 is no known operation.
+    A write to an unknown RID has ``value=None`` (the firmware ignores it)."""
+    data = bytes(data)
+    if len(data) != FRAME_LENGTH or data[2] not in _OPS:
+        return None
+    op = _OPS[data[2]]
+    can_id, rid = data[0] | (data[1] << 8), data[3]
+    value = None
+    if op == "write" and rid in Register._value2member_map_:
+        value = decode_register_value(rid, data[4:8])
+    return RegisterRequest(can_id, op, rid, value, data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Other modes (little-endian IEEE-754 floats)
+
+
+def _clamp_sym(x: float, bound: float | None) -> float:
+    return x if bound is None else min(max(x, -bound), bound)
+
+
+def encode_pos_vel(position: float, velocity: float, limits: MitLimits | None = None) -> bytes:
+    """Position-velocity mode (arbitration ID 0x100 + ID): ``<f p_des><f v_des>``. With
+    ``limits``, position is clamped to ±pmax and velocity to ±vmax; otherwise sent as given."""
+    p = _clamp_sym(_finite(position, "pos-vel position"), None if limits is None else limits.pmax)
+    v = _clamp_sym(_finite(velocity, "pos-vel velocity"), None if limits is None else limits.vmax)
+    return struct.pack("<ff", p, v)
+
+
+def decode_pos_vel(data: bytes | bytearray) -> tuple[float, float]:
+    """``(position, velocity)`` of a position-velocity payload."""
+    return struct.unpack("<ff", _check_payload(data, "pos-vel command"))
+
+
+def encode_velocity(velocity: float, limits: MitLimits | None = None, *, pad: bool = False) -> bytes:
+    """Velocity mode (0x200 + ID): ``<f v_des>``, 4 bytes (8 with ``pad``, zero-filled);
+    clamped to ±vmax with ``limits``."""
+    v = _clamp_sym(_finite(velocity, "velocity command"), None if limits is None else limits.vmax)
+    return struct.pack("<f", v) + (bytes(4) if pad else b"")
+
+
+def decode_velocity(data: bytes | bytearray) -> float:
+    """``v_des`` of a velocity payload (DLC 4 or 8)."""
+    return struct.unpack("<f", _check_payload(data, "velocity command", (4, FRAME_LENGTH))[:4])[0]
+
+
+SPEED_LIMIT_MAX = 100.0
+"""Force-position speed limit range [rad/s] (uint16 = rad/s × 100, 0..10000)."""
+
+
+def encode_force_pos(position: float, speed_limit: float, current_limit: float,
+                     limits: MitLimits | None = None) -> bytes:
+    """Force-position mode (0x300 + ID): ``<f p_des><H speed×100><H current×10000>``.
+    ``speed_limit`` [rad/s] is clamped to [0, 100], ``current_limit`` [per unit] to [0, 1], both
+    rounded to nearest; ``position`` clamped to ±pmax with ``limits``."""
+    p = _clamp_sym(_finite(position, "force-pos position"), None if limits is None else limits.pmax)
+    speed = _fixed(_finite(speed_limit, "force-pos speed limit"), SPEED_LIMIT_MAX, 100)
+    current = _fixed(_finite(current_limit, "force-pos current limit"), 1.0, 10000)
+    return struct.pack("<fHH", p, speed, current)
+
+
+def _fixed(x: float, upper: float, scale: int) -> int:
+    """``round(clamp(x, 0, upper) * scale)`` as an unsigned integer."""
+    return math.floor(min(max(x, 0.0), upper) * scale + 0.5)
+
+
+def decode_force_pos(data: bytes | bytearray) -> tuple[float, float, float]:
+    """``(position [rad], speed_limit [rad/s], current_limit [per unit])`` of a force-position payload."""
+    p, speed, current = struct.unpack("<fHH", _check_payload(data, "force-pos command"))
+    return p, speed / 100.0, current / 10000.0
