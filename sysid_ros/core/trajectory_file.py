@@ -116,11 +116,12 @@ def read_trajectory_file(path: str | Path) -> TrajectoryFile:
                         else f"{path}: empty file")
     meta: dict[str, str] = {}
     body_start = 1
-    for body_start, line in enumerate(lines[1:], start=1):
-        if not line.startswith("#"):
-            break
-        key, _, value = line[1:].partition(":")
+    while body_start < len(lines) and lines[body_start].startswith("#"):
+        key, _, value = lines[body_start][1:].partition(":")
         meta[key.strip()] = value.strip()
+        body_start += 1
+    if body_start >= len(lines):
+        raise DataError(f"{path}: missing the column header line")
     joints = tuple(j for j in meta.pop("joints", "").split(",") if j)
     motors = tuple(meta.pop("motors", "").split(","))
     if not joints:
