@@ -1,0 +1,721 @@
+"""The Damiao bridge without ROS: register handshake, enable/disable with confirmation, and the
+control loop (latest command → clamped MIT frames → every reply within a deadline → joint state),
+with the fail-safe reactions of :mod:`sysid_ros.hardware.safety`.
+
+Life cycle (mirrors the ROS lifecycle node that wraps it)::
+
+    Bridge(config) ─configure()─► configured ─activate()─► active (loop thread running)
+          ▲                          │  ▲                       │
+          └──────── cleanup() ◄──────┘  └──── deactivate() ◄────┘         shutdown(): from anywhere
+
+* ``configure``: open the bus; per motor, disable, read PMAX/VMAX/TMAX and check them against the
+  model table (mismatch: error or warning, ``limit_mismatch``), write CTRL_MODE = MIT and read it
+  back, write TIMEOUT (the motor's own CAN watchdog) and read it back.
+* ``activate``: read every motor's state (refresh frame), resolve whole shaft turns against the
+  joint limits (refused if a joint is outside or ambiguous), clear old fault states, enable every
+  motor and confirm (state 1 from each), start the loop thread holding the measured pose.
+* ``deactivate`` / ``cleanup`` / ``shutdown`` (and any exception in the loop, and ``atexit``):
+  disable every motor and confirm (state ≠ 1 in each reply, a few retries).
+
+Each cycle of the loop sends one MIT frame per motor and collects the replies until
+``reply_deadline × period``. Faults trip the bridge (one :class:`~.safety.Trip`): the disable
+frames go out in the same cycle the fault is seen, the trip is reported once, then the motors are
+only polled (refresh frames at ``diagnostics_rate``) so the joint states and temperatures keep
+coming; after a bus error nothing more is sent. A trip is cleared by deactivate + activate.
+
+Threads: the loop runs in its own thread on a monotonic schedule; ``submit_command`` may be called
+from any thread (the latest command wins); ``on_sample``/``on_trip`` callbacks run in the loop
+thread and must be quick.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import can
+import numpy as np
+
+from ..core.errors import SysIdError
+from .bridge_config import BridgeConfig
+from .bridge_replay import ReplaySource, load_replay
+from .bridge_timing import LoopTiming, TimingSummary
+from .codec import REGISTER_REQUEST_ID as REGISTER_ID
+from .codec import (
+    TIMEOUT_UNIT_S,
+    CodecError,
+    CtrlMode,
+    Feedback,
+    MitCommand,
+    MitLimits,
+    MotorState,
+    Register,
+    Special,
+    check_limits,
+    command_arbitration_id,
+    decode_feedback,
+    describe,
+    encode_mit,
+    parse_register_reply,
+    read_register_frame,
+    refresh_frame,
+    special_frame,
+    write_register_frame,
+)
+from .joint_map import JointMap, PositionUnwrapper, resolve_turns
+from .safety import (
+    CommandError,
+    CommandLimits,
+    JointTargets,
+    ParsedCommand,
+    Trip,
+    TripKind,
+    Watchdog,
+    WatchdogMode,
+    clamp_targets,
+    clamp_to_motor,
+    parse_command,
+)
+from .transport import BusError, Transport
+
+__all__ = ["Bridge", "BridgeError", "BridgeStatus", "HandshakeError", "JointSample", "MotorStatus"]
+
+log = logging.getLogger(__name__)
+
+REGISTER_TIMEOUT = 0.05   # [s] wait for one register reply
+REGISTER_TRIES = 3
+CONFIRM_TIMEOUT = 0.03    # [s] wait for the replies to one round of enable/disable frames
+CONFIRM_TRIES = 4
+
+
+class BridgeError(SysIdError):
+    """The bridge cannot do what was asked (not configured, motors not answering...)."""
+
+
+class HandshakeError(BridgeError):
+    """A motor failed the configure-time register handshake."""
+
+
+@dataclass(frozen=True)
+class JointSample:
+    """One cycle's joint-space state, each ``(n,)``: position [rad], velocity [rad/s], effort
+    (measured torque) [N·m]; NaN for a motor that did not reply this cycle. ``stamp`` is wall-clock
+    time [s] at the start of the cycle, ``fresh (n,)`` which motors replied."""
+
+    stamp: float
+    cycle: int
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    fresh: np.ndarray
+
+
+@dataclass
+class MotorStatus:
+    """What is known about one motor (for diagnostics)."""
+
+    joint: str
+    motor: str
+    can_id: int
+    master_id: int
+    limits: MitLimits | None = None
+    state: MotorState | None = None
+    t_mos: int = 0
+    t_rotor: int = 0
+    replies: int = 0
+    missed_consecutive: int = 0
+    missed_total: int = 0
+    bad_frames: int = 0
+
+    @property
+    def state_text(self) -> str:
+        return "no reply yet" if self.state is None else describe(self.state)
+
+
+@dataclass
+class BridgeStatus:
+    """A snapshot for diagnostics."""
+
+    phase: str
+    mode: str
+    motors: list[MotorStatus]
+    timing: TimingSummary | None
+    trip: Trip | None
+    counters: dict[str, int] = field(default_factory=dict)
+    replay: str = ""
+
+
+class Bridge:
+    """Damiao motors over one python-can bus (see the module docstring)."""
+
+    def __init__(self, config: BridgeConfig, *, bus: can.BusABC | None = None,
+                 on_sample: Callable[[JointSample], None] | None = None,
+                 on_trip: Callable[[Trip], None] | None = None,
+                 on_replay_done: Callable[[], None] | None = None,
+                 logger: logging.Logger | None = None, timing_window: int = 5000,
+                 keep_all_periods: bool = False) -> None:
+        self.config = config
+        self.log = logger or log
+        self._external_bus = bus
+        self.on_sample = on_sample
+        self.on_trip = on_trip
+        self.on_replay_done = on_replay_done
+        joints = config.joints
+        self.n = len(joints)
+        self.names = config.names
+        self.map = JointMap(joints)
+        self.limits = CommandLimits.from_joints(joints)
+        self.motors = [MotorStatus(j.name, j.motor, j.can_id, j.master_id) for j in joints]
+        self._by_master = {j.master_id: i for i, j in enumerate(joints)}
+        self._mit_ids = [command_arbitration_id(j.can_id, CtrlMode.MIT) for j in joints]
+        self.transport: Transport | None = None
+        self.phase = "unconfigured"
+        self.trip: Trip | None = None
+        self.timing = LoopTiming(timing_window, keep_all=keep_all_periods)
+        self.watchdog = Watchdog(config.command_timeout, config.hold_timeout)
+        self.counters = {"commands": 0, "rejected": 0, "unknown_names": 0, "clamped": 0,
+                         "unknown_frames": 0, "ignored_commands": 0}
+        self._lock = threading.Lock()          # guards targets and counters shared with callers
+        self._bus_lock = threading.RLock()     # one thread talks on the bus at a time
+        self._commanded: JointTargets | None = None
+        self._hold: JointTargets | None = None
+        self._mode = WatchdogMode.IDLE
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._replay: ReplaySource | None = None
+        self._replay_start = 0.0
+        self._replay_reported = False
+        self._unwrap: PositionUnwrapper | None = None
+        self._position = np.full(self.n, np.nan)   # last joint-space readings
+        self._velocity = np.full(self.n, np.nan)
+        self._effort = np.full(self.n, np.nan)
+        self._cycle = 0
+        self._bus_dead = False
+        self._atexit = False
+        self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor (tests)
+
+    # ------------------------------------------------------------------------- life cycle
+    def configure(self) -> None:
+        """Open the bus and run the register handshake on every motor (:class:`HandshakeError`,
+        :class:`BusError` on failure; the bus is closed again then)."""
+        if self.phase != "unconfigured":
+            raise BridgeError(f"configure() needs an unconfigured bridge, it is {self.phase}")
+        self.transport = Transport(self.config, self._external_bus)
+        self._bus_dead = False
+        if not self._atexit:
+            atexit.register(self.shutdown)
+            self._atexit = True
+        try:
+            self._send_special_all(Special.DISABLE)  # never start with a motor left enabled
+            time.sleep(0)  # let replies arrive before draining
+            self._collect_states(CONFIRM_TIMEOUT)
+            self.transport.drain()
+            for i in range(self.n):
+                self._handshake(i)
+        except BaseException:
+            self.transport.close()
+            self.transport = None
+            raise
+        pmax = np.array([m.limits.pmax for m in self.motors])
+        self._unwrap = PositionUnwrapper(pmax)
+        self.phase = "configured"
+        motors = ", ".join(f"{m.joint} {m.motor} 0x{m.can_id:02X}" for m in self.motors)
+        self.log.info("configured %d motors on %s:%s (%s)", self.n, self.config.interface,
+                      self.config.channel, motors)
+
+    def activate(self) -> None:
+        """Check the pose, enable every motor (confirmed) and start the control loop."""
+        if self.phase != "configured":
+            raise BridgeError(f"activate() needs a configured bridge, it is {self.phase}")
+        self.trip = None
+        self._bus_dead = False
+        self._unwrap.reset()
+        replies = self._poll_all()
+        missing = [self.names[i] for i in range(self.n) if replies[i] is None]
+        if missing:
+            raise BridgeError(f"motors of {missing} do not answer a state request")
+        faulted = [i for i in range(self.n) if replies[i].state.is_fault]
+        if faulted:  # an old fault (e.g. comm lost while the host was away): clear it once
+            self.log.warning("clearing old fault states: %s",
+                             ", ".join(f"{self.names[i]} {describe(replies[i].state)}" for i in faulted))
+            for i in faulted:
+                self._send(self._mit_ids[i], special_frame(Special.CLEAR_ERROR))
+            self._collect_states(CONFIRM_TIMEOUT)
+            replies = self._poll_all()
+            still = [f"{self.names[i]} {describe(replies[i].state)}" for i in range(self.n)
+                     if replies[i] is None or replies[i].state.is_fault]
+            if still:
+                raise BridgeError(f"motors stay in a fault state after clear-error: {still}")
+        raw = np.array([r.position for r in replies])
+        self._unwrap.update(raw)
+        turns = resolve_turns(self.map, raw, self.limits.lower, self.limits.upper,
+                              margin=self.config.startup_limit_margin)
+        if np.any(turns):
+            self.log.warning("motor positions shifted by whole turns to fit the joint limits: %s",
+                             {self.names[i]: int(k) for i, k in enumerate(turns) if k})
+        self._unwrap.add_turns(turns)
+        self._store_state(replies, np.ones(self.n, dtype=bool))
+        start = self._position.copy()
+        hold = JointTargets.hold(np.clip(start, self.limits.lower, self.limits.upper),
+                                 self.limits.kp_default, self.limits.kd_default)
+        if self.config.replay_file:
+            traj = load_replay(self.config.replay_file, self.names, [j.motor for j in self.config.joints])
+            self._replay = ReplaySource(traj, self.names, hold.position, self.limits,
+                                        ramp_time=self.config.replay_ramp_time)
+            self._replay_reported = False
+        with self._lock:
+            self._commanded = hold.copy()
+            self._hold = hold
+            self.watchdog.reset()
+            self._mode = WatchdogMode.IDLE
+        self._enable_all()
+        self.timing.reset()
+        self._stop.clear()
+        self.phase = "active"
+        self._replay_start = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="damiao_bridge_loop", daemon=True)
+        self._thread.start()
+        self.log.info("active: %d motors enabled at %s rad, loop at %.0f Hz%s", self.n,
+                      np.array2string(start, precision=3), self.config.rate,
+                      f", replaying {self.config.replay_file} ({self._replay.duration:.1f} s)"
+                      if self._replay else "")
+
+    def deactivate(self) -> list[str]:
+        """Stop the loop and disable every motor; returns joints whose disable was not confirmed."""
+        if self.phase != "active":
+            return []
+        self._stop_loop()
+        self.phase = "configured"
+        return self.disable_all(reason="deactivate")
+
+    def cleanup(self) -> None:
+        """Disable (if active) and close the bus."""
+        self.deactivate()
+        if self.transport is not None:
+            if self.phase == "configured" and not self._bus_dead:
+                self.disable_all(reason="cleanup")
+            self.transport.close()
+            self.transport = None
+        self.phase = "unconfigured"
+
+    def shutdown(self) -> None:
+        """Disable every motor (confirmed) and close the bus, from any state; idempotent (also run
+        at interpreter exit)."""
+        try:
+            self.cleanup()
+        except BaseException as exc:  # the last line of defence: never raise from here
+            self.log.error("shutdown: %s", exc)
+        if self._atexit:
+            atexit.unregister(self.shutdown)
+            self._atexit = False
+        self.phase = "finalized"
+
+    # ------------------------------------------------------------------------- commands
+    def submit_command(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float] = (),
+                       effort: Sequence[float] = (), kp: Sequence[float] = (),
+                       kd: Sequence[float] = ()) -> ParsedCommand:
+        """Apply a command (by joint name; see :func:`~.safety.parse_command`). Raises
+        :class:`~.safety.CommandError` for a refused command (counted) and :class:`BridgeError`
+        while a replay drives the motors or the bridge is not active."""
+        if self._replay is not None:
+            with self._lock:
+                self.counters["ignored_commands"] += 1
+            raise BridgeError("a trajectory file is being replayed: MotorCommand messages are ignored")
+        if self.phase != "active" or self._commanded is None:
+            with self._lock:
+                self.counters["ignored_commands"] += 1
+            raise BridgeError(f"commands are accepted only while active (the bridge is {self.phase})")
+        with self._lock:
+            try:
+                parsed = parse_command(names, position, velocity, effort, kp, kd, joint_names=self.names,
+                                       previous=self._commanded, limits=self.limits)
+            except CommandError:
+                self.counters["rejected"] += 1
+                raise
+            self.counters["commands"] += 1
+            self.counters["unknown_names"] += len(parsed.unknown_names)
+            if len(parsed.unknown_names) < len(names):
+                self._commanded = parsed.targets
+                self.watchdog.feed(time.monotonic())
+        return parsed
+
+    # ------------------------------------------------------------------------- status
+    def status(self) -> BridgeStatus:
+        replay = ""
+        if self._replay is not None:
+            t = time.monotonic() - self._replay_start
+            replay = "done" if self._replay.done(t) else f"{t:.1f}/{self._replay.duration:.1f} s"
+        with self._lock:
+            counters = dict(self.counters)
+        return BridgeStatus(phase=self.phase, mode=self._mode.value, motors=[
+            MotorStatus(**vars(m)) for m in self.motors], timing=self.timing.summary(), trip=self.trip,
+            counters=counters, replay=replay)
+
+    def last_frame(self, joint: int) -> bytes:
+        """The MIT payload sent to a joint's motor in the latest cycle."""
+        return self._last_frames[joint]
+
+    # ------------------------------------------------------------------------- bus helpers
+    def _send(self, arbitration_id: int, data: bytes) -> None:
+        if self.transport is None:
+            raise BridgeError("the bus is not open")
+        with self._bus_lock:
+            self.transport.send(arbitration_id, data)
+
+    def _send_special_all(self, kind: Special) -> None:
+        frame = special_frame(kind)
+        for i in range(self.n):
+            self._send(self._mit_ids[i], frame)
+
+    def _collect_states(self, timeout: float, wanted: np.ndarray | None = None) -> list[Feedback | None]:
+        """Feedback frames until every ``wanted`` motor replied or ``timeout`` [s]; register replies
+        are skipped. Latest feedback per motor (``None`` where none came)."""
+        got: list[Feedback | None] = [None] * self.n
+        pending = np.ones(self.n, dtype=bool) if wanted is None else wanted.copy()
+        deadline = time.monotonic() + timeout
+        while pending.any():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            msg = self.transport.recv(remaining)
+            if msg is None:
+                break
+            i = self._by_master.get(msg.arbitration_id)
+            if i is None or parse_register_reply(msg.data, can_id=self.motors[i].can_id) is not None:
+                continue
+            fb = self._decode(i, msg.data)
+            if fb is not None:
+                got[i] = fb
+                pending[i] = False
+        return got
+
+    def _decode(self, i: int, data: bytes) -> Feedback | None:
+        limits = self.motors[i].limits or MitLimits.for_model(self.motors[i].motor)
+        try:
+            fb = decode_feedback(data, limits)
+        except CodecError as exc:
+            self.motors[i].bad_frames += 1
+            self.log.debug("bad frame from %s: %s", self.names[i], exc)
+            return None
+        m = self.motors[i]
+        m.state, m.t_mos, m.t_rotor = fb.state, fb.t_mos, fb.t_rotor
+        m.replies += 1
+        return fb
+
+    def _poll_all(self) -> list[Feedback | None]:
+        """Ask every motor for its state (refresh frame) and collect the replies (a few tries)."""
+        got: list[Feedback | None] = [None] * self.n
+        for _ in range(REGISTER_TRIES):
+            wanted = np.array([g is None for g in got])
+            if not wanted.any():
+                break
+            for i in np.flatnonzero(wanted):
+                self._send(REGISTER_ID, refresh_frame(self.motors[i].can_id))
+            for i, fb in enumerate(self._collect_states(REGISTER_TIMEOUT, wanted)):
+                if fb is not None:
+                    got[i] = fb
+        return got
+
+    def _register(self, i: int, frame: bytes, rid: int, op: str) -> float | int:
+        """Send a register request and wait for its reply on the motor's MST_ID."""
+        m = self.motors[i]
+        for _ in range(REGISTER_TRIES):
+            self._send(REGISTER_ID, frame)
+            deadline = time.monotonic() + REGISTER_TIMEOUT
+            while (remaining := deadline - time.monotonic()) > 0:
+                msg = self.transport.recv(remaining)
+                if msg is None:
+                    break
+                if msg.arbitration_id != m.master_id:
+                    continue
+                reply = parse_register_reply(msg.data, can_id=m.can_id)
+                if reply is not None and reply.op == op and reply.rid == rid:
+                    return reply.value
+        raise HandshakeError(
+            f"{m.joint} (motor {m.motor}, CAN ID 0x{m.can_id:02X}, master ID 0x{m.master_id:02X}) does "
+            f"not answer a register {op} of {Register(rid).name} after {REGISTER_TRIES} tries: is it "
+            f"powered, are can_id/master_id right (MST_ID register), does the bitrate match?")
+
+    def _handshake(self, i: int) -> None:
+        m = self.motors[i]
+        read = {rid: float(self._register(i, read_register_frame(m.can_id, rid), rid, "read"))
+                for rid in (Register.PMAX, Register.VMAX, Register.TMAX)}
+        limits = MitLimits(read[Register.PMAX], read[Register.VMAX], read[Register.TMAX])
+        mismatch = check_limits(m.motor, limits)
+        if mismatch:
+            text = f"{m.joint}: {mismatch}"
+            if self.config.limit_mismatch == "error":
+                raise HandshakeError(text + " (set limit_mismatch: warn to run with the registers' values)")
+            self.log.warning("%s; using the registers' values", text)
+        m.limits = limits
+        self._write_verify(i, Register.CTRL_MODE, int(CtrlMode.MIT))
+        self._write_verify(i, Register.TIMEOUT, round(self.config.motor_timeout / TIMEOUT_UNIT_S))
+
+    def _write_verify(self, i: int, rid: Register, value: int) -> None:
+        m = self.motors[i]
+        self._register(i, write_register_frame(m.can_id, rid, value), rid, "write")
+        back = self._register(i, read_register_frame(m.can_id, rid), rid, "read")
+        if int(back) != value:
+            raise HandshakeError(f"{m.joint}: wrote {rid.name} = {value} but read back {back}")
+
+    def _enable_all(self) -> None:
+        """Enable every motor and confirm state 1 from each (a few rounds); on failure disable all."""
+        pending = np.ones(self.n, dtype=bool)
+        for _ in range(CONFIRM_TRIES):
+            for i in np.flatnonzero(pending):
+                self._send(self._mit_ids[i], special_frame(Special.ENABLE))
+            for i, fb in enumerate(self._collect_states(CONFIRM_TIMEOUT, pending)):
+                if fb is not None and fb.state == MotorState.ENABLED:
+                    pending[i] = False
+            if not pending.any():
+                return
+        states = {self.names[i]: self.motors[i].state_text for i in np.flatnonzero(pending)}
+        self.disable_all(reason="enable failed")
+        raise BridgeError(f"motors did not confirm enable: {states}")
+
+    def disable_all(self, *, reason: str = "") -> list[str]:
+        """Send disable to every motor, then re-send to those whose reply does not confirm it
+        (state ≠ 1) a few times. Returns the joints not confirmed. Never raises: a bus error is
+        reported once and ends the attempt."""
+        if self.transport is None or self._bus_dead:
+            return list(self.names)
+        pending = np.ones(self.n, dtype=bool)
+        try:
+            for _ in range(CONFIRM_TRIES):
+                for i in np.flatnonzero(pending):
+                    self._send(self._mit_ids[i], special_frame(Special.DISABLE))
+                for i, fb in enumerate(self._collect_states(CONFIRM_TIMEOUT, pending)):
+                    if fb is not None and fb.state != MotorState.ENABLED:
+                        pending[i] = False
+                if not pending.any():
+                    break
+        except BusError as exc:
+            self._bus_dead = True
+            self.log.error("disabling the motors (%s) failed: %s", reason, exc)
+            return [self.names[i] for i in np.flatnonzero(pending)]
+        unconfirmed = [self.names[i] for i in np.flatnonzero(pending)]
+        if unconfirmed:
+            self.log.error("disable (%s) NOT confirmed by %s: cut the motor power", reason, unconfirmed)
+        else:
+            self.log.info("all %d motors disabled (%s), confirmed: %s", self.n, reason,
+                          ", ".join(f"{m.joint} {m.state_text.split(' ')[0]}" for m in self.motors))
+        return unconfirmed
+
+    # ------------------------------------------------------------------------- the loop
+    def _stop_loop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=2.0)
+            if thread.is_alive():
+                self.log.error("the control loop did not stop within 2 s")
+        self._thread = None
+
+    def _run(self) -> None:
+        period = self.config.period
+        next_start = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                start = time.monotonic()
+                if self.trip is None:
+                    self._cycle_once(start)
+                    work = time.monotonic() - start
+                    next_start += period
+                else:
+                    self._poll_tripped(start)
+                    work = time.monotonic() - start
+                    next_start = start + 1.0 / self.config.diagnostics_rate
+                now = time.monotonic()
+                skipped = 0
+                if now > next_start:  # overran: skip the lost slots, keep the phase
+                    skipped = int((now - next_start) // period) + 1
+                    next_start += skipped * period
+                if self.trip is None:
+                    self.timing.cycle(start, work, period, skipped)
+                    _sleep_until(next_start)
+                else:
+                    self._stop.wait(max(next_start - time.monotonic(), 0.0))
+        except BaseException as exc:  # an exception in the loop: motors off first, then report
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            self.log.error("control loop failed: %s\n%s", text, traceback.format_exc())
+            self._trip(Trip(TripKind.EXCEPTION, "", f"exception in the control loop: {text}"))
+
+    def _targets(self, now: float) -> JointTargets:
+        """The joint-space targets of this cycle (watchdog applied)."""
+        if self._replay is not None:
+            t = now - self._replay_start
+            if self._replay.done(t) and not self._replay_reported:
+                self._replay_reported = True
+                self.log.info("replay of %s done (%.1f s); holding the last pose", self.config.replay_file, t)
+                if self.on_replay_done:
+                    self.on_replay_done()
+            return self._replay.targets(t)
+        with self._lock:
+            mode = self.watchdog.mode(now)
+            if mode == WatchdogMode.HOLD and self._mode != WatchdogMode.HOLD:
+                pose = np.where(np.isfinite(self._position), self._position, self._commanded.position)
+                self._hold = JointTargets.hold(pose, self.limits.kp_default, self.limits.kd_default)
+                self.log.warning("no MotorCommand for %.3f s: holding the measured pose with damping",
+                                 self.watchdog.silence(now))
+            elif mode == WatchdogMode.TRACK and self._mode == WatchdogMode.HOLD:
+                self.log.info("commands are back: tracking again")
+            self._mode = mode
+            if mode == WatchdogMode.TRACK:
+                return self._commanded
+            return self._hold
+
+    def _cycle_once(self, start: float) -> None:
+        stamp = time.time()
+        targets = self._targets(start)
+        if self._mode == WatchdogMode.DISABLE:
+            cfg = self.config
+            self._trip(Trip(TripKind.WATCHDOG, "",
+                            f"no MotorCommand for {self.watchdog.silence(start):.2f} s (command_timeout "
+                            f"{cfg.command_timeout} s + hold_timeout {cfg.hold_timeout} s)"))
+            return
+        clamped, changed = clamp_targets(targets, self.limits)
+        if any(changed.values()):
+            with self._lock:
+                self.counters["clamped"] += 1
+        frames = self._encode(clamped)
+        try:
+            for i, frame in enumerate(frames):
+                self._send(self._mit_ids[i], frame)
+            replies = self._collect_cycle(start + self.config.reply_deadline * self.config.period)
+        except BusError as exc:
+            self._bus_dead = True
+            self._trip(Trip(TripKind.BUS_ERROR, "", str(exc)))
+            return
+        self._last_frames = frames
+        fresh = np.array([r is not None for r in replies])
+        self._store_state(replies, fresh)
+        self._cycle += 1
+        if self.on_sample is not None:
+            self.on_sample(self._sample(stamp, fresh))
+        trip = self._check_faults(replies)
+        if trip is not None:
+            self._trip(trip)
+
+    def _encode(self, t: JointTargets) -> list[bytes]:
+        p = self._unwrap.to_reported(self.map.position_to_motor(t.position))
+        v = self.map.velocity_to_motor(t.velocity)
+        tau = self.map.torque_to_motor(t.effort)
+        kp, kd = self.map.gain_to_motor(t.kp), self.map.gain_to_motor(t.kd)
+        lim = [m.limits for m in self.motors]
+        ranges = [np.array([getattr(x, f) for x in lim])
+                  for f in ("pmax", "vmax", "tmax", "kp_max", "kd_max")]
+        p, v, tau, kp, kd = clamp_to_motor(p, v, tau, kp, kd, *ranges)
+        return [encode_mit(MitCommand(float(p[i]), float(v[i]), float(kp[i]), float(kd[i]), float(tau[i])),
+                           lim[i]) for i in range(self.n)]
+
+    def _collect_cycle(self, deadline: float) -> list[Feedback | None]:
+        got: list[Feedback | None] = [None] * self.n
+        pending = self.n
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            msg = self.transport.recv(remaining)
+            if msg is None:
+                break
+            i = self._by_master.get(msg.arbitration_id)
+            if i is None:
+                self.counters["unknown_frames"] += 1
+                continue
+            fb = self._decode(i, msg.data)
+            if fb is None:
+                continue
+            if got[i] is None:
+                pending -= 1
+            got[i] = fb
+        for i, fb in enumerate(got):
+            m = self.motors[i]
+            if fb is None:
+                m.missed_consecutive += 1
+                m.missed_total += 1
+            else:
+                m.missed_consecutive = 0
+        return got
+
+    def _store_state(self, replies: Sequence[Feedback | None], fresh: np.ndarray) -> None:
+        raw = np.array([r.position if r is not None else np.nan for r in replies])
+        vel = np.array([r.velocity if r is not None else np.nan for r in replies])
+        tor = np.array([r.torque if r is not None else np.nan for r in replies])
+        p = self._unwrap.update(raw, fresh)
+        q, dq, tau = self.map.to_joint(p, vel, tor)
+        self._position = np.where(fresh, q, self._position)
+        self._velocity = np.where(fresh, dq, np.nan)
+        self._effort = np.where(fresh, tau, np.nan)
+
+    def _sample(self, stamp: float, fresh: np.ndarray) -> JointSample:
+        return JointSample(stamp, self._cycle, np.where(fresh, self._position, np.nan), self._velocity.copy(),
+                           self._effort.copy(), fresh)
+
+    def _check_faults(self, replies: Sequence[Feedback | None]) -> Trip | None:
+        for i, fb in enumerate(replies):
+            m = self.motors[i]
+            if fb is not None and fb.state != MotorState.ENABLED:
+                why = describe(fb.state) if fb.state.is_fault else \
+                    "0x0 disabled while it should be enabled (reset or power cut?)"
+                return Trip(TripKind.MOTOR_FAULT, m.joint,
+                            f"motor 0x{m.can_id:02X} reports {why}; MOSFET {fb.t_mos} °C, "
+                            f"rotor {fb.t_rotor} °C")
+            if m.missed_consecutive > self.config.max_missed_replies:
+                return Trip(TripKind.MISSED_REPLIES, m.joint,
+                            f"motor 0x{m.can_id:02X} missed {m.missed_consecutive} replies in a row (limit "
+                            f"{self.config.max_missed_replies}): cable, power or CAN ID problem")
+        return None
+
+    def _trip(self, trip: Trip) -> None:
+        """Disable everything now (the same cycle), then report once."""
+        if self.trip is not None:
+            return
+        self.trip = trip
+        with self._lock:
+            self._mode = WatchdogMode.DISABLE
+        unconfirmed = [] if trip.kind == TripKind.BUS_ERROR else self.disable_all(reason=str(trip.kind.value))
+        self.log.error("ALL MOTORS DISABLED: %s%s", trip,
+                       f" (disable not confirmed by {unconfirmed})" if unconfirmed else "")
+        if self.on_trip is not None:
+            try:
+                self.on_trip(trip)
+            except Exception as exc:  # a broken reporter must not hide the trip
+                self.log.error("on_trip callback failed: %s", exc)
+
+    def _poll_tripped(self, start: float) -> None:
+        """After a trip: read the motors' states (no commands) so joint states keep coming."""
+        if self._bus_dead or self.transport is None:
+            return
+        stamp = time.time()
+        try:
+            for m in self.motors:
+                self._send(REGISTER_ID, refresh_frame(m.can_id))
+            replies = self._collect_states(min(0.02, 0.5 / self.config.diagnostics_rate))
+        except BusError as exc:
+            self._bus_dead = True
+            self.log.error("polling the disabled motors failed, stopping all bus traffic: %s", exc)
+            return
+        fresh = np.array([r is not None for r in replies])
+        self._store_state(replies, fresh)
+        self._cycle += 1
+        if self.on_sample is not None:
+            self.on_sample(self._sample(stamp, fresh))
+        enabled = [self.names[i] for i, r in enumerate(replies)
+                   if r is not None and r.state == MotorState.ENABLED]
+        if enabled:  # should never happen; disable again
+            self.log.error("motors %s report enabled after the trip: disabling again", enabled)
+            self.disable_all(reason="re-disable after trip")
+
+
+def _sleep_until(deadline: float) -> None:
+    """Sleep to within ~0.1 ms of ``deadline`` [s, monotonic], then yield until it."""
+    remaining = deadline - time.monotonic()
+    if remaining > 2e-4:
+        time.sleep(remaining - 1e-4)
+    while time.monotonic() < deadline:
+        time.sleep(0)

@@ -1,0 +1,279 @@
+"""Configuration of the Damiao bridge: the CAN bus, the control loop, the fail-safe timeouts and the
+joints, loaded from the same ROS parameters file the node reads (``config/yam_damiao.yaml``).
+
+ROS parameters cannot hold lists of dictionaries, so the joints are **parallel arrays** under the
+``joints.`` prefix (``joints.names``, ``joints.motors``, ``joints.can_ids`` ...): entry ``i`` of
+every array belongs to joint ``i``. :func:`load_bridge_config` reads the YAML file without ROS
+(tests, the emulator, the benchmark); the node builds the same :class:`BridgeConfig` from its
+declared parameters with :meth:`BridgeConfig.from_parameters`.
+
+Units: positions [rad], velocities [rad/s], torques [N·m], gains kp [N·m/rad] and kd
+[N·m·s/rad], all in **joint space**; times [s]; rates [Hz]; bit rates [bit/s].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.errors import SysIdError
+from ..core.motors import DAMIAO_MOTORS
+
+__all__ = ["BUS_PARAMETERS", "JOINT_PARAMETERS", "BridgeConfig", "ConfigError", "JointConfig",
+           "load_bridge_config"]
+
+NODE_NAME = "damiao_bridge"
+
+
+class ConfigError(SysIdError):
+    """The bridge configuration is incomplete or inconsistent."""
+
+
+#: ``(parameter name, default, description)`` of every scalar parameter of the bridge.
+BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
+    ("interface", "virtual", "python-can interface: socketcan, pcan, gs_usb, damiao_usb, virtual, ..."),
+    ("channel", "damiao", "python-can channel (can0, PCAN_USBBUS1, /dev/ttyACM0, a virtual name, ...)"),
+    ("bitrate", 1000000, "nominal CAN bit rate [bit/s]"),
+    ("fd", False, "CAN-FD frames with bit-rate switch (motors set above 1 Mbit/s reply only in FD)"),
+    ("data_bitrate", 5000000, "CAN-FD data-phase bit rate [bit/s]"),
+    ("rate", 1000.0, "control loop rate [Hz]"),
+    ("reply_deadline", 0.8, "fraction of a period spent waiting for every motor's reply"),
+    ("command_timeout", 0.1, "no MotorCommand for this long [s] -> hold position with damping"),
+    ("hold_timeout", 1.0, "holding for this long [s] without a fresh command -> disable"),
+    ("max_missed_replies", 5, "consecutive missed replies of one motor before everything is disabled"),
+    ("motor_timeout", 0.2, "CAN watchdog on each motor [s] (register TIMEOUT, 50 us units; 0 = off)"),
+    ("limit_mismatch", "error", "PMAX/VMAX/TMAX registers unlike the model table: 'error' or 'warn'"),
+    ("startup_limit_margin", 0.05, "[rad] tolerance of the start-up joint-limit check"),
+    ("diagnostics_rate", 5.0, "DiagnosticArray rate [Hz]"),
+    ("autostart", False, "configure and activate at start (no lifecycle CLI needed)"),
+    ("replay_file", "", "exported trajectory file to play instead of listening to /motor_command"),
+    ("replay_ramp_time", 3.0, "[s] ramp from the measured pose to the file's first sample"),
+    ("emulator", False, "start an in-process motor emulator on the virtual channel (no hardware)"),
+    ("model_path", "", "MJCF driven by the emulator ('' = the package's default robot)"),
+    ("emulator_initial_pose", "home", "emulator start pose: a keyframe name of the MJCF or ''"),
+)
+
+#: ``(suffix under "joints.", type, description)`` of the per-joint parallel arrays.
+JOINT_PARAMETERS: tuple[tuple[str, type, str], ...] = (
+    ("names", str, "joint names (as in the MJCF and on /joint_states)"),
+    ("motors", str, "Damiao model per joint (DM4340, DM4310, ...)"),
+    ("can_ids", int, "motor CAN ID (ESC_ID, register 8)"),
+    ("master_ids", int, "feedback ID (MST_ID, register 7), convention can_id + 0x10"),
+    ("directions", int, "+1 or -1: sign between motor and joint"),
+    ("position_offsets", float, "[rad] joint position at motor position 0"),
+    ("gear_ratios", float, "motor shaft turns per joint turn (1 = direct drive)"),
+    ("position_min", float, "[rad] lower joint limit"),
+    ("position_max", float, "[rad] upper joint limit"),
+    ("velocity_limits", float, "[rad/s] joint speed limit"),
+    ("torque_limits", float, "[N·m] joint torque limit (feed-forward clamp)"),
+    ("kp", float, "[N·m/rad] default stiffness (commands without kp, hold)"),
+    ("kd", float, "[N·m·s/rad] default damping (commands without kd, hold)"),
+)
+
+
+@dataclass(frozen=True)
+class JointConfig:
+    """One joint and its motor; limits and gains in joint space."""
+
+    name: str
+    motor: str
+    can_id: int
+    master_id: int
+    direction: int = 1
+    position_offset: float = 0.0
+    gear_ratio: float = 1.0
+    position_min: float = -math.pi
+    position_max: float = math.pi
+    velocity_limit: float = 10.0
+    torque_limit: float = 10.0
+    kp: float = 10.0
+    kd: float = 0.5
+
+    def __post_init__(self) -> None:
+        where = f"joint {self.name!r}"
+        if self.motor not in DAMIAO_MOTORS:
+            raise ConfigError(f"{where}: unknown motor model {self.motor!r}; known: {sorted(DAMIAO_MOTORS)}")
+        if not 0 < self.can_id < 0x7FF or not 0 <= self.master_id < 0x7FF:
+            raise ConfigError(f"{where}: can_id must be in 1..0x7FE and master_id in 0..0x7FE, got "
+                              f"{self.can_id:#x}, {self.master_id:#x}")
+        if self.direction not in (1, -1):
+            raise ConfigError(f"{where}: direction must be +1 or -1, got {self.direction}")
+        if not self.gear_ratio > 0:
+            raise ConfigError(f"{where}: gear_ratio must be > 0, got {self.gear_ratio}")
+        if not self.position_min < self.position_max:
+            raise ConfigError(f"{where}: position_min {self.position_min} must be below position_max "
+                              f"{self.position_max}")
+        for name in ("velocity_limit", "torque_limit"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{where}: {name} must be > 0, got {getattr(self, name)}")
+        if not (self.kp >= 0 and self.kd > 0):
+            raise ConfigError(f"{where}: need kp >= 0 and kd > 0 (kd = 0 with kp > 0 oscillates), got "
+                              f"kp={self.kp}, kd={self.kd}")
+        values = [getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), float)]
+        if not all(math.isfinite(v) for v in values):
+            raise ConfigError(f"{where}: every number must be finite, got {values}")
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """The bus, loop and safety settings (see :data:`BUS_PARAMETERS`) and the joints."""
+
+    joints: tuple[JointConfig, ...]
+    interface: str = "virtual"
+    channel: str = "damiao"
+    bitrate: int = 1_000_000
+    fd: bool = False
+    data_bitrate: int = 5_000_000
+    rate: float = 1000.0
+    reply_deadline: float = 0.8
+    command_timeout: float = 0.1
+    hold_timeout: float = 1.0
+    max_missed_replies: int = 5
+    motor_timeout: float = 0.2
+    limit_mismatch: str = "error"
+    startup_limit_margin: float = 0.05
+    diagnostics_rate: float = 5.0
+    autostart: bool = False
+    replay_file: str = ""
+    replay_ramp_time: float = 3.0
+    emulator: bool = False
+    model_path: str = ""
+    emulator_initial_pose: str = "home"
+
+    def __post_init__(self) -> None:
+        if not self.joints:
+            raise ConfigError("the bridge needs at least one joint (joints.names is empty)")
+        for attr in ("name", "can_id", "master_id"):
+            values = [getattr(j, attr) for j in self.joints]
+            if len(set(values)) != len(values):
+                raise ConfigError(f"joint {attr}s must be unique, got {values}")
+        ids = {j.can_id & 0xFF for j in self.joints}
+        if len(ids) != len(self.joints):
+            raise ConfigError("can_ids must differ in their low 8 bits (firmware V13 compares only those)")
+        clash = ids & {j.master_id & 0xFF for j in self.joints}
+        if clash:
+            raise ConfigError(f"master_ids must differ from every can_id, both use {sorted(clash)}")
+        if not self.rate > 0 or not 0.1 <= self.reply_deadline < 1.0:
+            raise ConfigError(f"need rate > 0 and reply_deadline in [0.1, 1), got {self.rate}, "
+                              f"{self.reply_deadline}")
+        if not (self.command_timeout > 0 and self.hold_timeout >= 0 and self.motor_timeout >= 0):
+            raise ConfigError("command_timeout must be > 0, hold_timeout and motor_timeout >= 0")
+        if self.max_missed_replies < 1:
+            raise ConfigError(f"max_missed_replies must be >= 1, got {self.max_missed_replies}")
+        if self.limit_mismatch not in ("error", "warn"):
+            raise ConfigError(f"limit_mismatch must be 'error' or 'warn', got {self.limit_mismatch!r}")
+        if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
+            raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
+        if not self.diagnostics_rate > 0 or self.replay_ramp_time < 0:
+            raise ConfigError("diagnostics_rate must be > 0 and replay_ramp_time >= 0")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    @property
+    def period(self) -> float:
+        """Control period [s]."""
+        return 1.0 / self.rate
+
+    @classmethod
+    def from_parameters(cls, params: Mapping[str, Any]) -> BridgeConfig:
+        """From flat ROS-style parameters (``"rate"``, ``"joints.names"`` ...); missing scalars take
+        their defaults, every ``joints.*`` array must be given with one entry per joint (``kp``/``kd``
+        and the mapping arrays may be omitted: defaults)."""
+        known = {n for n, _, _ in BUS_PARAMETERS} | {f"joints.{n}" for n, _, _ in JOINT_PARAMETERS}
+        unknown = set(params) - known
+        if unknown:
+            raise ConfigError(f"unknown bridge parameters {sorted(unknown)}")
+        names = list(params.get("joints.names") or [])
+        if not names:
+            raise ConfigError("joints.names is missing or empty")
+        n = len(names)
+        optional = {"directions", "position_offsets", "gear_ratios", "kp", "kd"}
+        columns: dict[str, list] = {}
+        for suffix, kind, _ in JOINT_PARAMETERS:
+            values = params.get(f"joints.{suffix}")
+            if values is None or (suffix in optional and len(values) == 0):
+                if suffix in optional:
+                    continue
+                raise ConfigError(f"joints.{suffix} is missing: one entry per joint {names}")
+            values = list(values)
+            if len(values) != n:
+                raise ConfigError(f"joints.{suffix} has {len(values)} entries, expected {n} (one per joint "
+                                  f"{names})")
+            try:
+                columns[suffix] = [kind(v) for v in values]
+            except (TypeError, ValueError):
+                raise ConfigError(f"joints.{suffix} must hold {kind.__name__} values, got {values}") from None
+        field_of = {"names": "name", "motors": "motor", "can_ids": "can_id", "master_ids": "master_id",
+                    "directions": "direction", "position_offsets": "position_offset",
+                    "gear_ratios": "gear_ratio", "velocity_limits": "velocity_limit",
+                    "torque_limits": "torque_limit"}
+        joints = tuple(JointConfig(**{field_of.get(k, k): v[i] for k, v in columns.items()})
+                       for i in range(n))
+        scalars = {}
+        for name, default, _ in BUS_PARAMETERS:
+            value = params.get(name, default)
+            try:
+                scalars[name] = (_as_bool(name, value) if isinstance(default, bool)
+                                 else type(default)(value))
+            except (TypeError, ValueError):
+                raise ConfigError(f"{name} must be a {type(default).__name__}, got {value!r}") from None
+        return cls(joints=joints, **scalars)
+
+    def replace(self, **changes: Any) -> BridgeConfig:
+        """A copy with some scalar settings changed (validated again)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return BridgeConfig(**values)
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{name}: expected true/false, got {value!r}")
+
+
+def flatten_parameters(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"joints": {"names": [...]}}`` → ``{"joints.names": [...]}`` (ROS parameter naming)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_parameters(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def load_bridge_config(path: str | Path, *, node_name: str = NODE_NAME, **overrides: Any) -> BridgeConfig:
+    """Read the bridge's section of a ROS parameters YAML file (``node_name: ros__parameters:``,
+    also under ``/**`` or a namespaced ``/ns/node_name``) into a :class:`BridgeConfig`;
+    ``overrides`` replace scalar parameters (``rate=500.0``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"bridge config {str(path)!r} not found")
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of node names, got {type(document).__name__}")
+    section = None
+    for key, value in document.items():
+        if str(key).lstrip("/").split("/")[-1] in (node_name, "**") and isinstance(value, Mapping):
+            section = value.get("ros__parameters")
+            if section is not None:
+                break
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{path}: no '{node_name}: ros__parameters:' section")
+    params = flatten_parameters(section)
+    params.update(overrides)
+    return BridgeConfig.from_parameters(params)

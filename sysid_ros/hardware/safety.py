@@ -1,0 +1,266 @@
+"""Fail-safe rules of the Damiao bridge, free of I/O: what a command may contain, when the
+command stream counts as lost, which motor states and reply gaps stop everything, and how a bus
+error is explained to a person.
+
+* :class:`CommandLimits` / :func:`clamp_targets`: every commanded field is clamped to the joint's
+  position limits, velocity limit, torque limit and non-negative gains (joint space), and then
+  (:func:`clamp_to_motor`) to the motor's MIT mapping ranges (motor space), whatever arrived.
+* :func:`parse_command`: a ``MotorCommand`` (by joint name) → new joint targets; NaN/inf or
+  inconsistent array lengths refuse the whole message; unknown joint names are counted.
+* :class:`Watchdog`: no command for ``command_timeout`` → hold the measured position with the
+  default gains (damping), no fresh command for ``hold_timeout`` more → disable.
+* :class:`Trip`: why everything was disabled (which motor, which reason) — one per incident.
+* :func:`explain_bus_error`: a CAN error → one message naming the likely causes.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from ..core.errors import SysIdError
+from .bridge_config import JointConfig
+
+__all__ = [
+    "CommandError",
+    "CommandLimits",
+    "JointTargets",
+    "Trip",
+    "TripKind",
+    "Watchdog",
+    "WatchdogMode",
+    "clamp_targets",
+    "clamp_to_motor",
+    "explain_bus_error",
+    "parse_command",
+]
+
+TARGET_FIELDS = ("position", "velocity", "effort", "kp", "kd")
+
+
+class CommandError(SysIdError):
+    """A command message was refused as a whole (NaN, wrong array lengths); the previous targets stay."""
+
+
+@dataclass
+class JointTargets:
+    """Joint-space MIT targets, each ``(n,)``: position [rad], velocity [rad/s], effort
+    (feed-forward torque) [N·m], kp [N·m/rad], kd [N·m·s/rad]."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+
+    def copy(self) -> JointTargets:
+        return JointTargets(*(getattr(self, f).copy() for f in TARGET_FIELDS))
+
+    @classmethod
+    def hold(cls, position: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> JointTargets:
+        """Stay at ``position`` with zero velocity and feed-forward (stiffness ``kp``, damping ``kd``)."""
+        position = np.asarray(position, dtype=float).copy()
+        zeros = np.zeros_like(position)
+        return cls(position, zeros, zeros.copy(), np.asarray(kp, dtype=float).copy(),
+                   np.asarray(kd, dtype=float).copy())
+
+
+@dataclass(frozen=True)
+class CommandLimits:
+    """Joint-space limits, each ``(n,)``: positions [rad], speeds [rad/s], torques [N·m]; default
+    gains used where a command gives none."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    torque: np.ndarray
+    kp_default: np.ndarray
+    kd_default: np.ndarray
+
+    @classmethod
+    def from_joints(cls, joints: Sequence[JointConfig]) -> CommandLimits:
+        def col(attr: str) -> np.ndarray:
+            return np.array([float(getattr(j, attr)) for j in joints])
+
+        return cls(col("position_min"), col("position_max"), col("velocity_limit"), col("torque_limit"),
+                   col("kp"), col("kd"))
+
+
+def clamp_targets(targets: JointTargets, limits: CommandLimits) -> tuple[JointTargets, dict[str, int]]:
+    """Targets clamped to the joint limits (position), ±velocity limit, ±torque limit, kp ≥ 0 and
+    kd ≥ 0; a joint with kp > 0 but kd = 0 (it would oscillate) gets its default kd. Returns the
+    clamped copy and, per field, how many joints were changed."""
+    out = targets.copy()
+    out.position = np.clip(out.position, limits.lower, limits.upper)
+    out.velocity = np.clip(out.velocity, -limits.velocity, limits.velocity)
+    out.effort = np.clip(out.effort, -limits.torque, limits.torque)
+    out.kp = np.maximum(out.kp, 0.0)
+    out.kd = np.maximum(out.kd, 0.0)
+    undamped = (out.kp > 0) & (out.kd <= 0)
+    out.kd = np.where(undamped, limits.kd_default, out.kd)
+    changed = {f: int(np.count_nonzero(getattr(out, f) != getattr(targets, f))) for f in TARGET_FIELDS}
+    return out, changed
+
+
+def clamp_to_motor(p: np.ndarray, v: np.ndarray, t: np.ndarray, kp: np.ndarray, kd: np.ndarray,
+                   pmax: np.ndarray, vmax: np.ndarray, tmax: np.ndarray, kp_max: np.ndarray,
+                   kd_max: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Motor-space fields (``(n,)`` each) clamped to the MIT mapping ranges ±pmax, ±vmax, ±tmax,
+    [0, kp_max], [0, kd_max] (a value outside would be clamped by the encoder silently)."""
+    return (np.clip(p, -pmax, pmax), np.clip(v, -vmax, vmax), np.clip(t, -tmax, tmax),
+            np.clip(kp, 0.0, kp_max), np.clip(kd, 0.0, kd_max))
+
+
+@dataclass
+class ParsedCommand:
+    """New targets from one command message and what was ignored in it."""
+
+    targets: JointTargets
+    unknown_names: list[str] = field(default_factory=list)
+
+
+def parse_command(names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+                  effort: Sequence[float], kp: Sequence[float], kd: Sequence[float], *,
+                  joint_names: Sequence[str], previous: JointTargets, limits: CommandLimits) -> ParsedCommand:
+    """Apply one ``MotorCommand`` (arrays matched by ``names``) to ``previous`` targets.
+
+    ``position`` has one entry per name; ``velocity``/``effort`` may be empty (0) and ``kp``/``kd``
+    empty (the joint's default gains), otherwise one entry per name. Joints not named keep their
+    previous targets; names that are not configured joints are returned in ``unknown_names``.
+    Raises :class:`CommandError` (saying what was expected and what came) for inconsistent
+    lengths, duplicate names or any non-finite value; nothing is applied then.
+    """
+    n = len(names)
+    if len(set(names)) != n:
+        raise CommandError(f"joint names repeat in the command: {list(names)}")
+    arrays = {"position": position, "velocity": velocity, "effort": effort, "kp": kp, "kd": kd}
+    for key, values in arrays.items():
+        allowed = (n,) if key == "position" else (0, n)
+        if len(values) not in allowed:
+            raise CommandError(f"{key} has {len(values)} entries for {n} names; expected "
+                                  f"{' or '.join(map(str, allowed))}")
+        if not all(math.isfinite(x) for x in values):
+            bad = [nm for nm, x in zip(names, values, strict=False) if not math.isfinite(x)]
+            raise CommandError(f"non-finite {key} for joints {bad}: the command is refused")
+    index = {name: i for i, name in enumerate(joint_names)}
+    out = previous.copy()
+    unknown = []
+    for k, name in enumerate(names):
+        i = index.get(name)
+        if i is None:
+            unknown.append(name)
+            continue
+        out.position[i] = position[k]
+        out.velocity[i] = velocity[k] if len(velocity) else 0.0
+        out.effort[i] = effort[k] if len(effort) else 0.0
+        out.kp[i] = kp[k] if len(kp) else limits.kp_default[i]
+        out.kd[i] = kd[k] if len(kd) else limits.kd_default[i]
+    return ParsedCommand(out, unknown)
+
+
+class WatchdogMode(Enum):
+    IDLE = "idle"        # active, no command yet: hold the activation pose (no time-out)
+    TRACK = "track"      # fresh commands: follow them
+    HOLD = "hold"        # commands stopped for command_timeout: hold the measured pose, damped
+    DISABLE = "disable"  # held for hold_timeout without a fresh command: disable every motor
+
+
+class Watchdog:
+    """Command-stream watchdog on a monotonic clock [s]."""
+
+    def __init__(self, command_timeout: float, hold_timeout: float) -> None:
+        self.command_timeout = float(command_timeout)
+        self.hold_timeout = float(hold_timeout)
+        self._last: float | None = None
+
+    def reset(self) -> None:
+        """Back to IDLE (activation)."""
+        self._last = None
+
+    def feed(self, now: float) -> None:
+        """A valid command arrived at ``now``."""
+        self._last = now
+
+    def mode(self, now: float) -> WatchdogMode:
+        if self._last is None:
+            return WatchdogMode.IDLE
+        silence = now - self._last
+        if silence <= self.command_timeout:
+            return WatchdogMode.TRACK
+        if silence <= self.command_timeout + self.hold_timeout:
+            return WatchdogMode.HOLD
+        return WatchdogMode.DISABLE
+
+    def silence(self, now: float) -> float:
+        """Seconds since the last command (0 before the first)."""
+        return 0.0 if self._last is None else now - self._last
+
+
+class TripKind(Enum):
+    MOTOR_FAULT = "motor fault"
+    MISSED_REPLIES = "missed replies"
+    BUS_ERROR = "bus error"
+    WATCHDOG = "command watchdog"
+    EXCEPTION = "internal error"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass(frozen=True)
+class Trip:
+    """Why every motor was disabled: the kind, the joint concerned (``""`` if not one joint) and
+    a sentence for a person."""
+
+    kind: TripKind
+    joint: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f" on {self.joint}" if self.joint else ""
+        return f"{self.kind.value}{where}: {self.message}"
+
+
+_ENOBUFS = getattr(errno, "ENOBUFS", 105)
+_ENETDOWN = getattr(errno, "ENETDOWN", 100)
+_ENODEV = getattr(errno, "ENODEV", 19)
+
+
+def bus_error_code(exc: BaseException) -> int | None:
+    """The OS error number behind a python-can error (``error_code``, ``errno`` or a chained
+    ``OSError``), ``None`` if there is none."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for attr in ("error_code", "errno"):
+            code = getattr(exc, attr, None)
+            if isinstance(code, int):
+                return code
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def explain_bus_error(exc: BaseException, *, interface: str, channel: str, bitrate: int) -> str:
+    """One message for a person: what failed and the likely causes, without a traceback."""
+    code = bus_error_code(exc)
+    text = str(exc).strip() or type(exc).__name__
+    lowered = text.lower()
+    where = f"CAN bus {interface}:{channel} at {bitrate} bit/s"
+    if code == _ENOBUFS or "no buffer space" in lowered:
+        cause = ("no device acknowledges the frames (ENOBUFS, errno 105): the motors are unpowered, "
+                 "the bitrate is wrong, the 120 Ω termination is missing or the cable is unplugged")
+    elif "bus-off" in lowered or "bus off" in lowered or "busoff" in lowered:
+        cause = ("the CAN controller went bus-off after too many errors: wrong bitrate, missing "
+                 "termination, CANH/CANL swapped or shorted, or unpowered motors")
+    elif code == _ENETDOWN or "network is down" in lowered:
+        cause = (f"the interface is down: bring it up, e.g. `sudo ip link set {channel} up type can "
+                 f"bitrate {bitrate}`")
+    elif code == _ENODEV or "no such device" in lowered:
+        cause = f"there is no CAN device {channel!r}: adapter unplugged or wrong channel name"
+    else:
+        cause = ("check that the motors are powered, the bitrate matches theirs and the bus is "
+                 "terminated (120 Ω at both ends)")
+    return f"{where} failed: {text}. Likely cause: {cause}."

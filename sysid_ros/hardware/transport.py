@@ -1,0 +1,104 @@
+"""The python-can side of the bridge: open the configured bus, send 8-byte frames, receive the
+motors' frames, and turn every CAN error into one :class:`BusError` with a message for a person.
+
+Any python-can interface works (``socketcan``, ``pcan``, ``gs_usb``, ``damiao_usb``, ``virtual``,
+``udp_multicast`` ...). Adapters that echo their own frames (gs_usb) are handled by skipping
+received messages whose ``is_rx`` is false. With ``fd`` every frame is sent as CAN-FD with bit-rate
+switch (never mix FD and classic devices on one bus).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import can
+
+from ..core.errors import SysIdError
+from .bridge_config import BridgeConfig
+from .safety import explain_bus_error
+
+__all__ = ["BusError", "Transport", "open_bus"]
+
+log = logging.getLogger(__name__)
+
+
+class BusError(SysIdError):
+    """The CAN bus failed (error frame, bus-off, ENOBUFS, adapter gone); the message explains it."""
+
+
+def open_bus(config: BridgeConfig) -> can.BusABC:
+    """A python-can bus from the configuration; :class:`BusError` with the likely cause if it
+    cannot be opened."""
+    kwargs: dict = {"interface": config.interface, "channel": config.channel, "bitrate": config.bitrate}
+    if config.fd:
+        kwargs.update(fd=True, data_bitrate=config.data_bitrate)
+    if config.interface == "virtual":
+        kwargs["receive_own_messages"] = False
+    try:
+        return can.Bus(**kwargs)
+    except (can.CanError, OSError, ValueError, ImportError) as exc:
+        raise BusError(explain_bus_error(exc, interface=config.interface, channel=config.channel,
+                                         bitrate=config.bitrate)) from exc
+
+
+class Transport:
+    """Frames in and out of one bus. Owns the bus only if it opened it (``close`` then shuts it)."""
+
+    def __init__(self, config: BridgeConfig, bus: can.BusABC | None = None) -> None:
+        self.config = config
+        self._owned = bus is None
+        self.bus = open_bus(config) if bus is None else bus
+        self.sent = 0
+        self.received = 0
+        self.echoes = 0
+
+    def _fault(self, exc: BaseException) -> BusError:
+        return BusError(explain_bus_error(exc, interface=self.config.interface, channel=self.config.channel,
+                                          bitrate=self.config.bitrate))
+
+    def send(self, arbitration_id: int, data: bytes) -> None:
+        """Send one standard-ID frame; :class:`BusError` on any CAN or OS error."""
+        msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False,
+                          is_fd=self.config.fd, bitrate_switch=self.config.fd)
+        try:
+            self.bus.send(msg)
+        except (can.CanError, OSError) as exc:
+            raise self._fault(exc) from exc
+        self.sent += 1
+
+    def recv(self, timeout: float) -> can.Message | None:
+        """The next frame from another node within ``timeout`` [s] (``None`` if none); error frames
+        raise :class:`BusError`."""
+        try:
+            msg = self.bus.recv(timeout=max(timeout, 0.0))
+        except (can.CanError, OSError) as exc:
+            raise self._fault(exc) from exc
+        if msg is None:
+            return None
+        if not msg.is_rx:
+            self.echoes += 1
+            return None
+        if msg.is_error_frame:
+            raise self._fault(can.CanOperationError(f"error frame received (id 0x{msg.arbitration_id:X}, "
+                                                    f"data {bytes(msg.data).hex(' ')})"))
+        self.received += 1
+        return msg
+
+    def drain(self) -> int:
+        """Discard every frame already waiting; returns how many."""
+        count = 0
+        while True:
+            try:
+                msg = self.bus.recv(timeout=0.0)
+            except (can.CanError, OSError):
+                return count
+            if msg is None:
+                return count
+            count += 1
+
+    def close(self) -> None:
+        if self._owned:
+            try:
+                self.bus.shutdown()
+            except (can.CanError, OSError) as exc:  # closing a failed adapter: report, go on
+                log.warning("closing the CAN bus failed: %s", exc)

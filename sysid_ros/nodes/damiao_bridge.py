@@ -1,0 +1,290 @@
+"""Node ``damiao_bridge``: Damiao motors in MIT mode over python-can, as a managed lifecycle node.
+
+* configure: open the CAN bus and run the register handshake (PMAX/VMAX/TMAX checked against the
+  model table, CTRL_MODE = MIT and TIMEOUT written and read back); with ``emulator: true`` an
+  in-process motor emulator (MuJoCo-driven) answers on the ``virtual`` channel instead of motors;
+* activate: check every joint is inside its limits, enable every motor (confirmed) and start the
+  control loop thread (``rate`` Hz): latest ``/motor_command`` (or the ``replay_file``) → clamped
+  MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``/joint_states``;
+* deactivate / cleanup / shutdown / errors / SIGINT / exit: disable every motor and confirm.
+
+``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: per motor the state
+code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
+overruns; the trip reason after a fault. ``~/replay_done`` (std_msgs/Bool, latched) says when a
+replay finished. With ``autostart: true`` the node configures and activates itself; otherwise
+``ros2 lifecycle set /damiao_bridge configure`` then ``activate``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from sysid_ros.msg import MotorCommand
+
+from ..core.errors import SysIdError
+from ..hardware.bridge import Bridge, BridgeStatus, JointSample
+from ..hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
+from ..hardware.safety import CommandError, Trip
+from . import spin
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: reliable keep-last publisher: serves best-effort (sensor-data) and reliable subscribers alike
+STATES = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+ARRAY_TYPES = {str: Parameter.Type.STRING_ARRAY, int: Parameter.Type.INTEGER_ARRAY,
+               float: Parameter.Type.DOUBLE_ARRAY}
+WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
+
+
+class DamiaoBridgeNode(LifecycleNode):
+    """Thin ROS facade over :class:`sysid_ros.hardware.bridge.Bridge`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        for name, default, description in BUS_PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        for suffix, kind, description in JOINT_PARAMETERS:
+            self.declare_parameter(f"joints.{suffix}", ARRAY_TYPES[kind],
+                                   ParameterDescriptor(description=description))
+        self.bridge: Bridge | None = None
+        self.emulator = None
+        self._warned: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+        self._state_pub = self.create_publisher(JointState, "/joint_states", STATES)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._done_pub = self.create_publisher(Bool, "~/replay_done", LATCHED)
+        self._sub = None
+        self._diag_timer = None
+        self._names: list[str] = []
+        self._lock = threading.Lock()
+        if self.get_parameter("autostart").value:
+            if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+                self.trigger_activate()
+
+    # ------------------------------------------------------------------------------ set-up
+    def _config(self) -> BridgeConfig:
+        params = {name: self.get_parameter(name).value for name, _, _ in BUS_PARAMETERS}
+        for suffix, _, _ in JOINT_PARAMETERS:
+            value = self.get_parameter(f"joints.{suffix}").value
+            if value is not None:
+                params[f"joints.{suffix}"] = list(value)
+        return BridgeConfig.from_parameters(params)
+
+    def _start_emulator(self, config: BridgeConfig) -> None:
+        from ..hardware.emulator import MotorEmulator
+
+        if config.interface != "virtual":
+            raise SysIdError(f"emulator: true needs interface 'virtual' (an in-process bus), got "
+                             f"{config.interface!r}; for another bus run the damiao_emulator node")
+        self.emulator = MotorEmulator(config.joints, channel=config.channel, interface="virtual",
+                                      model_path=config.model_path or None,
+                                      initial_pose=config.emulator_initial_pose or None)
+        self.emulator.start()
+        self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)")
+
+    def _stop_emulator(self) -> None:
+        if self.emulator is not None:
+            states = ", ".join(f"{m.name}=0x{int(m.state):X}" for m in self.emulator.motors)
+            self.get_logger().info(f"emulator motor states at stop: {states}")
+            self.emulator.stop()
+            self.emulator = None
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            config = self._config()
+            if config.emulator:
+                self._start_emulator(config)
+            self.bridge = Bridge(config, on_sample=self._publish_state, on_trip=self._on_trip,
+                                 on_replay_done=self._on_replay_done, logger=_RosLog(self.get_logger()))
+            self.bridge.configure()
+        except SysIdError as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            self._release()
+            return TransitionCallbackReturn.FAILURE
+        self._names = list(config.names)
+        if not config.replay_file:
+            self._sub = self.create_subscription(MotorCommand, "/motor_command", self._on_command, COMMANDS)
+        self._diag_timer = self.create_timer(1.0 / config.diagnostics_rate, self._publish_diagnostics)
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self.bridge.activate()
+        except SysIdError as exc:
+            self.get_logger().error(f"activate failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        if self.bridge.config.replay_file:
+            self._done_pub.publish(Bool(data=False))
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.bridge.deactivate()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.get_logger().error("lifecycle error: disabling every motor")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        """Motors disabled (confirmed), bus closed, emulator stopped; idempotent."""
+        with self._lock:
+            if self.bridge is not None:
+                self.bridge.shutdown()
+                self.bridge = None
+            self._stop_emulator()
+            if self._sub is not None:
+                self.destroy_subscription(self._sub)
+                self._sub = None
+            if self._diag_timer is not None:
+                self.destroy_timer(self._diag_timer)
+                self._diag_timer = None
+
+    def destroy_node(self) -> None:
+        self._release()
+        super().destroy_node()
+
+    # ------------------------------------------------------------------------------ callbacks
+    def _warn(self, key: str, text: str) -> None:
+        """Count a warning; report it at most every WARN_INTERVAL seconds with its count."""
+        self._counts[key] = self._counts.get(key, 0) + 1
+        now = self.get_clock().now().nanoseconds * 1e-9
+        if now - self._warned.get(key, -math.inf) >= WARN_INTERVAL:
+            self._warned[key] = now
+            self.get_logger().warning(f"{text} ({key}: {self._counts[key]})")
+
+    def _on_command(self, msg: MotorCommand) -> None:
+        bridge = self.bridge
+        if bridge is None:
+            return
+        try:
+            parsed = bridge.submit_command(list(msg.name), list(msg.position), list(msg.velocity),
+                                           list(msg.effort), list(msg.kp), list(msg.kd))
+        except CommandError as exc:
+            self._warn("rejected_commands", f"MotorCommand refused: {exc}")
+            return
+        except SysIdError as exc:
+            self._warn("ignored_commands", f"MotorCommand ignored: {exc}")
+            return
+        if parsed.unknown_names:
+            self._warn("unknown_joints", f"MotorCommand names joints this bridge does not drive: "
+                       f"{parsed.unknown_names} (it drives {self._names})")
+
+    def _publish_state(self, sample: JointSample) -> None:
+        msg = JointState(name=self._names, position=sample.position.tolist(),
+                         velocity=sample.velocity.tolist(), effort=sample.effort.tolist())
+        sec, nsec = divmod(int(sample.stamp * 1e9), 1_000_000_000)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
+        try:
+            self._state_pub.publish(msg)
+        except Exception:
+            if self.context.ok():
+                raise
+
+    def _on_trip(self, trip: Trip) -> None:
+        self._publish_diagnostics()
+
+    def _on_replay_done(self) -> None:
+        self._done_pub.publish(Bool(data=True))
+
+    def _publish_diagnostics(self) -> None:
+        bridge = self.bridge
+        if bridge is None:
+            return
+        array = DiagnosticArray(status=diagnostics(bridge.status(), self.get_name()))
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(array)
+
+
+def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
+    """One ``DiagnosticStatus`` per motor plus one for the control loop."""
+    out = []
+    tripped_joint = status.trip.joint if status.trip else None
+    for m in status.motors:
+        level = DiagnosticStatus.OK
+        if (m.state is not None and m.state.is_fault) or m.joint == tripped_joint:
+            level = DiagnosticStatus.ERROR
+        elif m.missed_consecutive > 0 or m.state is None:
+            level = DiagnosticStatus.WARN
+        values = {"state": m.state_text, "can_id": f"0x{m.can_id:02X}", "master_id": f"0x{m.master_id:02X}",
+                  "motor": m.motor, "mosfet_temperature_C": str(m.t_mos),
+                  "rotor_temperature_C": str(m.t_rotor),
+                  "replies": str(m.replies), "missed_replies_consecutive": str(m.missed_consecutive),
+                  "missed_replies_total": str(m.missed_total), "bad_frames": str(m.bad_frames)}
+        if m.limits is not None:
+            values["pmax_vmax_tmax"] = f"{m.limits.pmax:g}/{m.limits.vmax:g}/{m.limits.tmax:g}"
+        out.append(DiagnosticStatus(level=level, name=f"{node}: {m.joint}",
+                                    hardware_id=f"{m.motor} 0x{m.can_id:02X}", message=m.state_text,
+                                    values=_kv(values)))
+    values = {"phase": status.phase, "mode": status.mode}
+    if status.timing is not None:
+        t = status.timing
+        values.update(rate_hz=f"{t.rate:.1f}", period_p50_us=f"{1e6 * t.p50:.1f}",
+                      period_p99_us=f"{1e6 * t.p99:.1f}", period_max_us=f"{1e6 * t.max:.1f}",
+                      jitter_us=f"{1e6 * t.jitter:.1f}", work_mean_us=f"{1e6 * t.work_mean:.1f}",
+                      overruns=str(t.overruns), missed_cycles=str(t.missed))
+    values.update({k: str(v) for k, v in status.counters.items()})
+    if status.replay:
+        values["replay"] = status.replay
+    if status.trip is not None:
+        values["trip"] = str(status.trip)
+        level, message = DiagnosticStatus.ERROR, f"ALL MOTORS DISABLED: {status.trip}"
+    else:
+        level, message = DiagnosticStatus.OK, f"{status.phase}, {status.mode}"
+    out.append(DiagnosticStatus(level=level, name=f"{node}: control loop", hardware_id="", message=message,
+                                values=_kv(values)))
+    return out
+
+
+def _kv(values: dict[str, str]) -> list[KeyValue]:
+    return [KeyValue(key=k, value=v) for k, v in values.items()]
+
+
+class _RosLog:
+    """``logging.Logger``-style %-formatting onto an rclpy logger (the bridge core logs this way)."""
+
+    def __init__(self, logger) -> None:
+        self._logger = logger
+
+    def _emit(self, fn, msg: str, args: tuple) -> None:
+        fn(msg % args if args else msg)
+
+    def debug(self, msg: str, *args) -> None:
+        self._emit(self._logger.debug, msg, args)
+
+    def info(self, msg: str, *args) -> None:
+        self._emit(self._logger.info, msg, args)
+
+    def warning(self, msg: str, *args) -> None:
+        self._emit(self._logger.warning, msg, args)
+
+    def error(self, msg: str, *args) -> None:
+        self._emit(self._logger.error, msg, args)
+
+
+def main(args=None) -> None:
+    spin(DamiaoBridgeNode, SingleThreadedExecutor, args)
+
+
+if __name__ == "__main__":
+    main()
