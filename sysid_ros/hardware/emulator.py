@@ -220,16 +220,19 @@ class EmulatedMotor:
         if not MotorState(state).is_fault:
             raise EmulatorError(f"{describe(state)} is not a fault code")
         self.latched = MotorState(state)
-        self.enabled = False
-        self.command = None
-        self._mode_target = None
+        self._release()
+
+    def _release(self) -> None:
+        """Out of enable: no command, no torque."""
+        self.enabled, self.command, self._mode_target, self.torque_applied = False, None, None, 0.0
 
     def power_cycle(self) -> None:
         """Registers back from flash (deferred ID/bit-rate writes take effect), disabled, faults
         and multi-turn position cleared."""
         self.registers = dict(self._flash)
         self.esc_id, self.mst_id = int(self.registers[Register.ESC_ID]), int(self.registers[Register.MST_ID])
-        self.enabled, self.latched, self.command, self._mode_target = False, None, None, None
+        self.latched = None
+        self._release()
 
     # -- addressing --------------------------------------------------------------------------
 
@@ -285,7 +288,7 @@ class EmulatedMotor:
             if self.latched is None and not self.enabled:
                 self.enabled, self.command, self._mode_target = True, None, None
         elif kind is Special.DISABLE:
-            self.enabled, self.command, self._mode_target = False, None, None
+            self._release()
         elif kind is Special.SET_ZERO:
             if not self.enabled:
                 self.zero_offset = position
