@@ -34,6 +34,7 @@ MOTOR_COMMAND = "/motor_command"
 TRUTH_FILE = "truth.json"
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 MOTOR_COMMAND_TYPE = "sysid_ros/msg/MotorCommand"
+PARAMETER_ESTIMATE_TYPE = "sysid_ros/msg/ParameterEstimate"
 Storage = Literal["mcap", "sqlite3"]
 
 
@@ -167,6 +168,7 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
                                 f"{JOINT_STATE_TYPE}")
             states = _read_states(reader, js_conn, store, path, joint_states_topic)
             command = None
+            truth_estimate = _recorded_truth(reader, store)
             cmd_conn = topics.get(command_topic)
             if cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE:
                 command = _read_commands(reader, cmd_conn, store, states["names"], states["t0_ns"],
@@ -177,9 +179,38 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     truth_path = path / TRUTH_FILE
     if truth_path.is_file():
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
+    elif truth_estimate is not None:
+        truth = truth_from_estimate(truth_estimate.names, truth_estimate.values)
     ds = Dataset(states["t"], states["names"], states["q"], states["dq"], states["tau"],
                  source=str(path), command=command, truth=truth)
     return ds.validate(topic=f"{path}:{joint_states_topic}")
+
+
+def truth_from_estimate(names: Sequence[str], values: Sequence[float]) -> dict[str, Any]:
+    """The ``truth.json`` form of a simulator's true-parameter message: ``parameters`` (name →
+    value) and, when ``payload.<field>`` entries are present, ``payload.params`` (10 values)."""
+    from .model import BODY_FIELDS
+
+    values_by_name = {str(n): float(v) for n, v in zip(names, values, strict=True)}
+    truth: dict[str, Any] = {"parameters": {n: v for n, v in values_by_name.items()
+                                            if not n.startswith("payload.")}, "payload": None}
+    if all(f"payload.{f}" in values_by_name for f in BODY_FIELDS):
+        truth["payload"] = {"params": [values_by_name[f"payload.{f}"] for f in BODY_FIELDS]}
+    return truth
+
+
+def _recorded_truth(reader: Reader, store: Typestore) -> Any | None:
+    """The last ``ParameterEstimate`` with method "truth" recorded in the bag (a simulator's
+    true parameters), or ``None``."""
+    conns = [c for c in reader.connections if c.msgtype == PARAMETER_ESTIMATE_TYPE]
+    if not conns:  # (an empty list would select every connection)
+        return None
+    found = None
+    for conn, _, raw in reader.messages(connections=conns):
+        msg = store.deserialize_cdr(raw, conn.msgtype)
+        if msg.method == "truth":
+            found = msg
+    return found
 
 
 def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str) -> dict[str, Any]:
@@ -245,3 +276,76 @@ def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
 
         return read_csv(path, joint_names=joint_names)
     return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic)
+
+
+class BagRecording:
+    """A rosbag2 bag written message by message (a recorder), finalised atomically.
+
+    Messages go into ``.<name>.partial-*/<name>`` beside ``path``; :meth:`close` finishes the bag
+    (metadata written) and renames it to ``path``; :meth:`abort` (or an exception inside a
+    ``with`` block) removes it: a half-written bag never carries the final name. Messages are
+    CDR bytes as they come off the wire (``raw`` subscriptions), timestamps in nanoseconds.
+    """
+
+    def __init__(self, path: str | Path, *, storage: Storage = "mcap") -> None:
+        self.path = Path(path).absolute()
+        if self.path.exists():
+            raise DataError(f"{self.path} exists; choose another output or remove it")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.partial-", dir=self.path.parent))
+        self._tmp = self._staging / self.path.name
+        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+        self._writer = Writer(self._tmp, version=9, storage_plugin=plugin)
+        self._writer.open()
+        self._connections: dict[str, Any] = {}
+        self.counts: dict[str, int] = {}
+        self.closed = False
+
+    def add_topic(self, topic: str, msgtype: str) -> None:
+        """Declare ``topic`` of ROS type ``msgtype`` (e.g. ``sensor_msgs/msg/JointState``);
+        :class:`DataError` if the type is unknown to the type store."""
+        if topic in self._connections:
+            return
+        store = typestore()
+        if msgtype not in store.fielddefs:
+            raise DataError(f"cannot record {topic}: message type {msgtype} is unknown to the bag "
+                            "type store (ROS 2 Kilted types and sysid_ros messages)")
+        self._connections[topic] = self._writer.add_connection(topic, msgtype, typestore=store)
+        self.counts[topic] = 0
+
+    def write(self, topic: str, ns: int, data: bytes) -> None:
+        """Append one serialised message of a declared topic at ``ns`` nanoseconds."""
+        self._writer.write(self._connections[topic], int(ns), bytes(data))
+        self.counts[topic] += 1
+
+    def close(self) -> Path:
+        """Finish the bag and move it to its final name. Returns the path."""
+        if self.closed:
+            return self.path
+        try:
+            self._writer.close()
+            os.replace(self._tmp, self.path)
+        finally:
+            self.closed = True
+            shutil.rmtree(self._staging, ignore_errors=True)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the bag: nothing is left behind."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._writer.close()
+        except Exception:  # the bag is being thrown away
+            pass
+        shutil.rmtree(self._staging, ignore_errors=True)
+
+    def __enter__(self) -> BagRecording:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

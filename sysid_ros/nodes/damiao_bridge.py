@@ -29,9 +29,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from sysid_ros.msg import MotorCommand
+from sysid_ros.msg import MotorCommand, ParameterEstimate
 
 from ..core.errors import SysIdError
+from ..core.synthetic import Payload
 from ..hardware.bridge import Bridge, BridgeStatus, JointSample
 from ..hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
 from ..hardware.safety import CommandError, Trip
@@ -64,6 +65,7 @@ class DamiaoBridgeNode(LifecycleNode):
         self._state_pub = self.create_publisher(JointState, "/joint_states", STATES)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._done_pub = self.create_publisher(Bool, "~/replay_done", LATCHED)
+        self._truth_pub = None  # /sim/true_parameters, only with the emulator
         self._sub = None
         self._diag_timer = None
         self._names: list[str] = []
@@ -87,11 +89,18 @@ class DamiaoBridgeNode(LifecycleNode):
         if config.interface != "virtual":
             raise SysIdError(f"emulator: true needs interface 'virtual' (an in-process bus), got "
                              f"{config.interface!r}; for another bus run the damiao_emulator node")
+        payload = Payload.parse(config.emulator_payload) if config.emulator_payload else None
         self.emulator = MotorEmulator(config.joints, channel=config.channel, interface="virtual",
                                       model_path=config.model_path or None,
-                                      initial_pose=config.emulator_initial_pose or None)
+                                      initial_pose=config.emulator_initial_pose or None, payload=payload)
         self.emulator.start()
-        self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)")
+        names, values = self.emulator.true_parameters()
+        if self._truth_pub is None:
+            self._truth_pub = self.create_publisher(ParameterEstimate, "/sim/true_parameters", LATCHED)
+        self._truth_pub.publish(ParameterEstimate(method="truth", target=payload.body if payload else "arm",
+                                                  names=names, values=values.tolist()))
+        self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)"
+                                  + (f", payload {payload.mass} kg on {payload.body}" if payload else ""))
 
     def _stop_emulator(self) -> None:
         if self.emulator is not None:

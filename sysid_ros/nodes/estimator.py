@@ -22,7 +22,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -80,7 +80,8 @@ class EstimatorNode(Node):
         self._truth: np.ndarray | None = None
         self._build()
         io_group, work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        qos = qos_profile_sensor_data
+        # best effort (matches any publisher) with a queue deep enough for bursts
+        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.BEST_EFFORT)
         if self._get("reliable_input"):  # replayed data: no sample may be lost
             qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_ALL)

@@ -1,0 +1,130 @@
+"""Node ``recorder``: configured topics into a rosbag2 bag (MCAP by default) with ``rosbags``.
+
+For machines without ``ros2 bag record`` (on a ROS install that is an equally valid choice).
+Topic types are discovered from the ROS graph (a topic is subscribed as soon as a publisher
+appears); messages are stored as they come off the wire (raw CDR, no deserialisation), stamped
+with the node's clock (simulated time under ``use_sim_time``). The bag is written under a
+temporary name and renamed into place when recording stops (service ``~/stop``, shutdown or
+SIGINT), so a half-written bag never carries the final name; ``ros2 bag info`` reads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from datetime import datetime
+from pathlib import Path
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
+
+from ..core.bag import BagRecording
+from ..core.errors import DataError
+from . import spin
+
+PARAMETERS = (
+    ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
+    ("topics", ["/joint_states", "/motor_command", "/sim/true_parameters"], "topics to record"),
+    ("storage", "mcap", "mcap | sqlite3"),
+    ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
+)
+
+
+def message_class(type_name: str):
+    """The Python class of a ROS message type ``pkg/msg/Name``."""
+    pkg, kind, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+class RecorderNode(Node):
+    """Records raw messages of the configured topics into a :class:`BagRecording`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("recorder", **kwargs)
+        for name, default, description in PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        output = self._get("output") or f"sysid_bags/run_{datetime.now():%Y%m%d_%H%M%S}"
+        storage = self._get("storage")
+        if storage not in ("mcap", "sqlite3"):
+            raise DataError(f"storage must be 'mcap' or 'sqlite3', got {storage!r}")
+        self.bag = BagRecording(Path(output).expanduser(), storage=storage)
+        self._lock = threading.Lock()
+        self._wanted = [t for t in self._get("topics") if t]
+        self._recorded: dict[str, object] = {}
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        # graph discovery runs on the wall clock: it must not wait for a simulator's /clock
+        self._discovery = self.create_timer(float(self._get("discovery_period")), self._discover,
+                                            clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._discover()
+        self.get_logger().info(f"recording {self._wanted} into {self.bag.path} ({storage})")
+
+    def _get(self, name: str):
+        return self.get_parameter(name).value
+
+    def _discover(self) -> None:
+        if self.bag.closed:
+            return
+        types = dict(self.get_topic_names_and_types())
+        for topic in self._wanted:
+            if topic in self._recorded or topic not in types:
+                continue
+            type_name = types[topic][0]
+            try:
+                cls = message_class(type_name)
+                with self._lock:
+                    self.bag.add_topic(topic, type_name)
+            except (DataError, ImportError, AttributeError, ValueError) as exc:
+                self.get_logger().error(f"not recording {topic}: {exc}")
+                self._recorded[topic] = None
+                continue
+            self._recorded[topic] = self.create_subscription(
+                cls, topic, lambda data, t=topic: self._on_message(t, data), self._qos_for(topic), raw=True)
+            self.get_logger().info(f"recording {topic} ({type_name})")
+
+    def _qos_for(self, topic: str) -> QoSProfile:
+        """Match the publishers: reliable and/or transient-local only if every publisher is."""
+        infos = self.get_publishers_info_by_topic(topic)
+        reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+        latched = bool(infos) and all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                                      for i in infos)
+        rel = ReliabilityPolicy
+        dur = DurabilityPolicy
+        return QoSProfile(depth=1000, reliability=rel.RELIABLE if reliable else rel.BEST_EFFORT,
+                          durability=dur.TRANSIENT_LOCAL if latched else dur.VOLATILE)
+
+    def _on_message(self, topic: str, data: bytes) -> None:
+        with self._lock:
+            if not self.bag.closed:
+                self.bag.write(topic, self.get_clock().now().nanoseconds, data)
+
+    def finish(self) -> Path | None:
+        """Close the bag (idempotent). Returns its path, ``None`` if nothing was recorded."""
+        with self._lock:
+            if self.bag.closed:
+                return self.bag.path if self.bag.path.exists() else None
+            if not any(self.bag.counts.values()):
+                self.bag.abort()
+                self.get_logger().warning(f"nothing was recorded: no bag written at {self.bag.path}")
+                return None
+            path = self.bag.close()
+        counts = ", ".join(f"{t}: {n}" for t, n in self.bag.counts.items())
+        self.get_logger().info(f"bag finished: {path} ({counts})")
+        return path
+
+    def _on_stop(self, _request, response):
+        path = self.finish()
+        response.success = path is not None
+        response.message = str(path) if path is not None else "nothing was recorded"
+        return response
+
+    def destroy_node(self):
+        self.finish()
+        return super().destroy_node()
+
+
+def main(args=None) -> None:
+    spin(RecorderNode, SingleThreadedExecutor, args=args)

@@ -1,0 +1,219 @@
+"""Node ``trajectory_publisher``: an excitation run published as MIT-mode ``MotorCommand``.
+
+Waits for the first ``JointState`` (the measured pose), then plays a quintic ramp to the
+excitation, the finite Fourier series (exact analytic derivatives; coefficients from a seed, a
+JSON file or optimised for the base regressor's condition number) and a ramp back to rest, all
+clamped to the joint and motor limits, with the nominal model's feed-forward torque.
+
+Commands are paced by the joint states themselves: each state (decimated to ``rate`` [Hz] by its
+stamp) gets the command of its time since the start. So the run follows simulated time at any
+real-time factor without ``/clock``, and when the measurements stop the commands stop too (the
+motors' or simulator's command watchdog then takes over: fail-safe). When the run is over the
+node says so on ``~/done`` (latched ``std_msgs/Bool``) and keeps commanding the rest pose.
+Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current pose.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+
+from sysid_ros.msg import MotorCommand
+
+from ..core.errors import SysIdError
+from ..core.excitation import FourierTrajectory, Limits
+from ..core.excitation_design import optimize_excitation
+from ..core.excitation_plan import ExcitationPlan
+from ..core.model import RobotModel
+from ..resources import default_robot_path
+from . import parameter_value, spin
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STREAM = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+PARAMETERS = (
+    ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+    ("rate", 500.0, "command rate [Hz]"),
+    ("harmonics", 5, "Fourier harmonics per joint"),
+    ("period", 10.0, "Fourier base period [s]"),
+    ("seed", 0, "random coefficients' seed (also the optimiser's start)"),
+    ("optimize", False, "optimise the coefficients for the base regressor's condition number"),
+    ("coefficients_file", "", "JSON {q0, a, b, period} of the coefficients ('' = seed/optimise)"),
+    ("excitation_time", 0.0, "length of the excitation [s] (0 = one period)"),
+    ("ramp_time", 2.0, "shortest ramp in/out [s] (lengthened to respect the limits)"),
+    ("margin", 0.1, "fraction of each joint range kept free at both ends"),
+    ("max_velocity", 0.0, "cap on joint speed [rad/s] (0 = the motors' limits)"),
+    ("max_acceleration", 8.0, "joint acceleration limit [rad/s²]"),
+    ("center", Parameter.Type.DOUBLE_ARRAY, "excitation centre [rad] (unset = middle of the ranges)"),
+    ("rest_position", Parameter.Type.DOUBLE_ARRAY, "pose at the end [rad] (unset = the start pose)"),
+    ("kp", Parameter.Type.DOUBLE_ARRAY, "position gains [N·m/rad] (unset = 3 Hz per joint)"),
+    ("kd", Parameter.Type.DOUBLE_ARRAY, "velocity gains [N·m·s/rad] (unset = critically damped)"),
+    ("feedforward", True, "add the nominal model's inverse dynamics as feed-forward torque"),
+    ("autostart", True, "start as soon as the first joint state arrives"),
+    ("joint_states_topic", "/joint_states", "sensor_msgs/JointState (the measured pose)"),
+    ("motor_command_topic", "/motor_command", "sysid_ros/MotorCommand output"),
+)
+
+
+class TrajectoryPublisherNode(Node):
+    """Thin ROS facade over :class:`sysid_ros.core.excitation_plan.ExcitationPlan`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("trajectory_publisher", **kwargs)
+        for name, default, description in PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        model_path = self._get("model_path") or str(default_robot_path())
+        self.model = RobotModel.from_mjcf(model_path)
+        self.names = self.model.dof_joint_names
+        self.limits = self._limits()
+        self.trajectory = self._trajectory()
+        self.plan: ExcitationPlan | None = None
+        self._t0 = None
+        self._done = False
+        self._lock = threading.Lock()
+        self._start_requested = bool(self._get("autostart"))
+        self._cmd = MotorCommand()
+        self._cmd.name = list(self.names)
+        self._pub = self.create_publisher(MotorCommand, self._get("motor_command_topic"), STREAM)
+        self._done_pub = self.create_publisher(Bool, "~/done", LATCHED)
+        self._done_pub.publish(Bool(data=False))
+        # best effort matches any publisher; a deep queue rides out bursts without drops
+        self.create_subscription(JointState, self._get("joint_states_topic"), self._on_state,
+                                 QoSProfile(depth=500, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.create_service(Trigger, "~/start", self._on_start)
+        self._period = 1.0 / float(self._get("rate"))
+        self._last_sent = -np.inf
+        self.get_logger().info(f"excitation ready for {list(self.names)}: period "
+                               f"{self.trajectory.period:g} s; waiting for joint states")
+
+    def _get(self, name: str):
+        return parameter_value(self, name)
+
+    def _limits(self) -> Limits:
+        vmax = float(self._get("max_velocity"))
+        return Limits.of(self.model, velocity=vmax if vmax > 0 else None,
+                         acceleration=float(self._get("max_acceleration")))
+
+    def _trajectory(self) -> FourierTrajectory:
+        center = self._get("center")
+        q0 = None if center is None or len(center) == 0 else np.asarray(center, dtype=float)
+        margin = float(self._get("margin"))
+        path = self._get("coefficients_file")
+        if path:
+            return coefficients_from_file(path, self.limits, margin=margin)
+        if self._get("optimize"):
+            self.get_logger().info("optimising the excitation for the regressor's condition number ...")
+            design = optimize_excitation(self.model, self.limits, harmonics=int(self._get("harmonics")),
+                                         period=float(self._get("period")), seed=int(self._get("seed")),
+                                         margin=margin, q0=q0)
+            self.get_logger().info(f"condition number {design.initial_condition_number:.1f} -> "
+                                   f"{design.condition_number:.1f} in {design.solve_time:.1f} s")
+            return design.trajectory
+        return FourierTrajectory.random(self.limits, harmonics=int(self._get("harmonics")),
+                                        period=float(self._get("period")), seed=int(self._get("seed")),
+                                        q0=q0, margin=margin)
+
+    # ------------------------------------------------------------------------------ callbacks
+    def _on_state(self, msg: JointState) -> None:
+        values = dict(zip(msg.name, msg.position, strict=False))
+        missing = [n for n in self.names if n not in values]
+        if missing:
+            self.get_logger().warning(f"joint states lack joints {missing} (got {list(msg.name)})",
+                                      throttle_duration_sec=5.0)
+            return
+        q = np.array([values[n] for n in self.names])
+        if not np.all(np.isfinite(q)):
+            self.get_logger().warning(f"non-finite joint positions {q.tolist()}: ignored",
+                                      throttle_duration_sec=5.0)
+            return
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if stamp == 0.0:  # unstamped: the node's clock
+            stamp = self.get_clock().now().nanoseconds * 1e-9
+        with self._lock:
+            self._tick(q, stamp)
+
+    def _on_start(self, _request, response):
+        with self._lock:
+            if self.plan is not None and not self._done:
+                response.success, response.message = False, "busy: a run is in progress"
+                return response
+            self._start_requested, self.plan, self._done = True, None, False
+        self._done_pub.publish(Bool(data=False))
+        response.success, response.message = True, "starting from the next measured pose"
+        return response
+
+    def _tick(self, measured: np.ndarray, stamp: float) -> None:
+        """One joint state at ``stamp`` [s]: start a run if asked, publish the command due."""
+        if self.plan is None:
+            if not self._start_requested:
+                return
+            try:
+                self.plan = self._plan(measured)
+            except SysIdError as exc:
+                self.get_logger().error(f"cannot plan the excitation: {exc}")
+                self._start_requested = False
+                return
+            self._t0, self._last_sent, self._start_requested = stamp, -np.inf, False
+            self.get_logger().info(f"excitation started: {self.plan.duration:.1f} s "
+                                   f"(ramp in {self.plan.ramp_in:.1f} s, excitation "
+                                   f"{self.plan.excitation_time:.1f} s, ramp out {self.plan.ramp_out:.1f} s)")
+        if stamp - self._last_sent < self._period - 0.25 / 1000.0 and self._last_sent > -np.inf:
+            return  # decimate the state stream down to the command rate
+        if stamp < self._last_sent:
+            return  # out of order
+        self._last_sent = stamp
+        t = stamp - self._t0
+        q, dq, tau, kp, kd, _ = self.plan.command([min(t, self.plan.duration)])
+        msg = self._cmd
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 1_000_000_000)
+        msg.position, msg.velocity, msg.effort = q[0].tolist(), dq[0].tolist(), tau[0].tolist()
+        msg.kp, msg.kd = kp[0].tolist(), kd[0].tolist()
+        self._pub.publish(msg)
+        if t >= self.plan.duration and not self._done:
+            self._done = True
+            self._done_pub.publish(Bool(data=True))
+            self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}); holding the rest pose")
+
+    def _plan(self, start: np.ndarray) -> ExcitationPlan:
+        rest = self._get("rest_position")
+        kp, kd = self._get("kp"), self._get("kd")
+        return ExcitationPlan.build(
+            self.model, self.trajectory, start,
+            excitation_time=float(self._get("excitation_time")) or None,
+            ramp_time=float(self._get("ramp_time")),
+            rest=None if rest is None or len(rest) == 0 else np.asarray(rest, dtype=float),
+            limits=self.limits,
+            kp=None if kp is None or len(kp) == 0 else np.asarray(kp, dtype=float),
+            kd=None if kd is None or len(kd) == 0 else np.asarray(kd, dtype=float),
+            feedforward=bool(self._get("feedforward")))
+
+
+def coefficients_from_file(path: str, limits: Limits, *, margin: float = 0.1) -> FourierTrajectory:
+    """Fourier coefficients from JSON ``{"q0": [...], "a": [[...]], "b": [[...]], "period": s}``
+    (the ``trajectory`` block of a simulated bag's truth.json has this form), fitted inside
+    ``limits``."""
+    try:
+        doc = json.loads(open(path).read())
+        doc = doc.get("trajectory", doc)
+        traj = FourierTrajectory(np.asarray(doc["q0"], dtype=float), np.asarray(doc["a"], dtype=float),
+                                 np.asarray(doc["b"], dtype=float), float(doc["period"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SysIdError(f"coefficients file {path}: expected JSON with q0, a, b, period ({exc})") from None
+    if traj.q0.shape != limits.lower.shape:
+        raise SysIdError(f"coefficients file {path}: {traj.q0.size} joints, the robot has "
+                         f"{limits.lower.size}")
+    return traj.fit_to(limits, margin=margin)
+
+
+def main(args=None) -> None:
+    spin(TrajectoryPublisherNode, SingleThreadedExecutor, args=args)
