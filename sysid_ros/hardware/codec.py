@@ -213,10 +213,17 @@ def float_to_uint(x: float, lo: float, hi: float, bits: int, *, truncate: bool =
     x = _finite(x, "float_to_uint value")
     if not hi > lo:
         raise CodecError(f"float_to_uint: range must have hi > lo, got [{lo}, {hi}]")
-    span = (1 << bits) - 1
+    return _code(x, lo, hi, (1 << bits) - 1, truncate)
+
+
+def _code(x: float, lo: float, hi: float, span: int, truncate: bool = False) -> int:
+    """:func:`float_to_uint` without the checks (``x`` finite, ``hi > lo``): the hot path."""
     scaled = (min(max(x, lo), hi) - lo) * span / (hi - lo)
     u = int(scaled) if truncate else math.floor(scaled + 0.5)
     return min(max(u, 0), span)
+
+
+_U16, _U12 = 0xFFFF, 0xFFF
 
 
 def uint_to_float(u: int, lo: float, hi: float, bits: int) -> float:
@@ -258,11 +265,11 @@ class MitCommand:
 def encode_mit(cmd: MitCommand, limits: MitLimits, *, truncate: bool = False) -> bytes:
     """8-byte MIT payload (§1 layout, MSB first): p 16 bit, v 12, kp 12, kd 12, τ 12; every field
     clamped to its range and rounded to nearest (``truncate=True``: the reference encoder)."""
-    p = float_to_uint(_finite(cmd.position, "MIT position"), -limits.pmax, limits.pmax, 16, truncate=truncate)
-    v = float_to_uint(_finite(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, 12, truncate=truncate)
-    kp = float_to_uint(_finite(cmd.kp, "MIT kp"), 0.0, limits.kp_max, 12, truncate=truncate)
-    kd = float_to_uint(_finite(cmd.kd, "MIT kd"), 0.0, limits.kd_max, 12, truncate=truncate)
-    t = float_to_uint(_finite(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, 12, truncate=truncate)
+    p = _code(_finite(cmd.position, "MIT position"), -limits.pmax, limits.pmax, _U16, truncate)
+    v = _code(_finite(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, _U12, truncate)
+    kp = _code(_finite(cmd.kp, "MIT kp"), 0.0, limits.kp_max, _U12, truncate)
+    kd = _code(_finite(cmd.kd, "MIT kd"), 0.0, limits.kd_max, _U12, truncate)
+    t = _code(_finite(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, _U12, truncate)
     data = _pack_mit(p, v, kp, kd, t)
     if parse_special(data) is not None:  # the firmware would read it as enable/disable/zero/clear
         data = _pack_mit(p, v, kp, kd - 1, t)
@@ -288,11 +295,11 @@ def decode_mit(data: bytes | bytearray, limits: MitLimits) -> MitCommand:
     kd = (d[5] << 4) | (d[6] >> 4)
     t = ((d[6] & 0xF) << 8) | d[7]
     return MitCommand(
-        position=uint_to_float(p, -limits.pmax, limits.pmax, 16),
-        velocity=uint_to_float(v, -limits.vmax, limits.vmax, 12),
-        kp=uint_to_float(kp, 0.0, limits.kp_max, 12),
-        kd=uint_to_float(kd, 0.0, limits.kd_max, 12),
-        torque=uint_to_float(t, -limits.tmax, limits.tmax, 12),
+        position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
+        velocity=v * 2.0 * limits.vmax / _U12 - limits.vmax,
+        kp=kp * limits.kp_max / _U12,
+        kd=kd * limits.kd_max / _U12,
+        torque=t * 2.0 * limits.tmax / _U12 - limits.tmax,
     )
 
 
@@ -327,9 +334,9 @@ def decode_feedback(data: bytes | bytearray, limits: MitLimits) -> Feedback:
     return Feedback(
         motor_id=d[0] & 0xF,
         state=state,
-        position=uint_to_float(p, -limits.pmax, limits.pmax, 16),
-        velocity=uint_to_float(v, -limits.vmax, limits.vmax, 12),
-        torque=uint_to_float(t, -limits.tmax, limits.tmax, 12),
+        position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
+        velocity=v * 2.0 * limits.vmax / _U12 - limits.vmax,
+        torque=t * 2.0 * limits.tmax / _U12 - limits.tmax,
         t_mos=d[6],
         t_rotor=d[7],
     )
@@ -341,9 +348,9 @@ def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
     if not 0 <= int(fb.motor_id) <= 0xF:
         raise CodecError(f"feedback motor_id is the low nibble of ESC_ID: expected 0..15, got {fb.motor_id}")
     state = MotorState(fb.state)
-    p = float_to_uint(_finite(fb.position, "feedback position"), -limits.pmax, limits.pmax, 16)
-    v = float_to_uint(_finite(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, 12)
-    t = float_to_uint(_finite(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, 12)
+    p = _code(_finite(fb.position, "feedback position"), -limits.pmax, limits.pmax, _U16)
+    v = _code(_finite(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, _U12)
+    t = _code(_finite(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, _U12)
     t_mos = min(max(round(_finite(fb.t_mos, "feedback t_mos")), 0), 255)
     t_rotor = min(max(round(_finite(fb.t_rotor, "feedback t_rotor")), 0), 255)
     return bytes((

@@ -180,6 +180,7 @@ class EmulatedMotor:
             Register.OT_VALUE: OVER_TEMPERATURE_C, Register.CAN_BR: 4, Register.SW_VER: 13,
         })
         self._flash = dict(self.registers)
+        self._limits: MitLimits | None = None
         self.esc_id, self.mst_id = joint.can_id, joint.master_id
         self.enabled = False
         self.latched: MotorState | None = None
@@ -209,8 +210,22 @@ class EmulatedMotor:
 
     @property
     def limits(self) -> MitLimits:
-        r = self.registers
-        return MitLimits(float(r[Register.PMAX]), float(r[Register.VMAX]), float(r[Register.TMAX]))
+        """The mapping ranges of the PMAX/VMAX/TMAX registers (cached; rebuilt after a write)."""
+        if self._limits is None:
+            r = self.registers
+            self._limits = MitLimits(float(r[Register.PMAX]), float(r[Register.VMAX]),
+                                     float(r[Register.TMAX]))
+        return self._limits
+
+    @property
+    def name(self) -> str:
+        """The joint this motor drives."""
+        return self.joint.name
+
+    @property
+    def can_id(self) -> int:
+        """The ESC_ID the motor answers to now."""
+        return self.esc_id
 
     def register(self, rid: Register | int) -> int | float:
         return self.registers[Register(rid)]
@@ -230,6 +245,7 @@ class EmulatedMotor:
         """Registers back from flash (deferred ID/bit-rate writes take effect), disabled, faults
         and multi-turn position cleared."""
         self.registers = dict(self._flash)
+        self._limits = None
         self.esc_id, self.mst_id = int(self.registers[Register.ESC_ID]), int(self.registers[Register.MST_ID])
         self.latched = None
         self._release()
@@ -329,6 +345,7 @@ class EmulatedMotor:
             return None
         if self._valid(rid, request.value):
             self.registers[rid] = request.value
+            self._limits = None
         return bytes(data)  # the echo
 
     @staticmethod
@@ -451,6 +468,9 @@ class MotorEmulator:
         self._direction = np.array([float(j.direction) for j in self.joints])
         self._offset = np.array([j.position_offset for j in self.joints])
         self._gear = np.array([j.gear_ratio for j in self.joints])
+        # per motor (d·G, qpos address, dof address, offset) as Python numbers for the hot path
+        self._map = tuple((float(d * g), int(a), int(v), float(o)) for d, g, a, v, o in zip(
+            self._direction, self._gear, self._qadr, self._dof, self._offset, strict=True))
         self._set_pose(initial_pose, path)
         mujoco.mj_forward(mj, self.data)
 
@@ -548,9 +568,8 @@ class MotorEmulator:
         with self._lock:
             if self.clock == "realtime":
                 self._advance_to(now)
-            else:
-                self._watchdogs(now)
             if msg is None or msg.is_error_frame or msg.is_remote_frame or msg.is_fd or self.bus_off:
+                self._watchdogs(now)
                 return
             if msg.is_extended_id:
                 return
@@ -564,6 +583,7 @@ class MotorEmulator:
                         for _ in range(self.lockstep_steps):
                             self._step()
                     self._round.add(i)
+                motor.watchdog(now)  # a frame after the expiry finds the motor latched
                 p, v = self._motor_state(i)
                 reply = motor.receive(msg.arbitration_id, data, now, p, v)
                 if reply is not None:
@@ -587,22 +607,23 @@ class MotorEmulator:
         while self._steps < target:
             self._watchdogs(self._t0 + self._steps * self.dt)
             self._step()
-        self._watchdogs(now)
 
     def _watchdogs(self, now: float) -> None:
         for m in self.motors:
             m.watchdog(now)
 
     def _motor_state(self, i: int) -> tuple[float, float]:
-        d, g = self._direction[i], self._gear[i]
-        q, dq = self.data.qpos[self._qadr[i]], self.data.qvel[self._dof[i]]
-        return float(d * g * (q - self._offset[i])), float(d * g * dq)
+        """Motor-space ``(position, velocity)`` of motor ``i`` (unwrapped)."""
+        scale, qadr, dof, offset = self._map[i]
+        return scale * (float(self.data.qpos[qadr]) - offset), scale * float(self.data.qvel[dof])
 
     def _step(self) -> None:
-        self.data.qfrc_applied[:] = 0.0
+        applied = self.data.qfrc_applied
+        applied[:] = 0.0
         for i, m in enumerate(self.motors):
             p, v = self._motor_state(i)
-            self.data.qfrc_applied[self._dof[i]] = self._direction[i] * self._gear[i] * m.torque(p, v)
+            scale, _, dof, _ = self._map[i]
+            applied[dof] = scale * m.torque(p, v)
         mujoco.mj_step(self.mj, self.data)
         self._steps += 1
         if not np.all(np.isfinite(self.data.qpos)):
