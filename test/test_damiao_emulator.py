@@ -371,3 +371,125 @@ def test_configuration_errors():
         MotorEmulator(JOINTS, channel=channel(), initial_pose="nowhere")
     with pytest.raises(EmulatorError, match="can_ids must be unique"):
         MotorEmulator([JOINTS[0], JOINTS[0]], channel=channel())
+
+
+# --- the ROS node ---------------------------------------------------------------------------------
+
+
+def _ros():
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    return rclpy, SingleThreadedExecutor, latched
+
+
+@pytest.mark.ros
+def test_node_in_process_truth_state_and_faults(ros_domain_id):
+    """The node in a private context: latched truth with the payload, true joint states, CAN
+    answers on its virtual channel, and fault commands on ~/fault (a bad one is only logged)."""
+    import threading
+
+    rclpy, SingleThreadedExecutor, latched = _ros()
+    from rclpy.parameter import Parameter
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+    from sysid_ros.msg import ParameterEstimate
+
+    from sysid_ros.nodes.damiao_emulator import DamiaoEmulatorNode
+
+    name = channel()
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    node = DamiaoEmulatorNode(context=context, parameter_overrides=[
+        Parameter("channel", value=name), Parameter("payload", value="body=link_6,mass=0.5,com=0,0,0.05")])
+    probe = rclpy.create_node("probe", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(probe)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    host = Host(name)
+    got: dict = {}
+    probe.create_subscription(ParameterEstimate, "/sim/true_parameters", lambda m: got.setdefault("truth", m),
+                              latched)
+    probe.create_subscription(JointState, "/damiao_emulator/joint_states",
+                              lambda m: got.setdefault("state", m), qos_profile_sensor_data)
+    faults = probe.create_publisher(String, "/damiao_emulator/fault", 10)
+    thread.start()
+    emu = node.emulator
+    try:
+        assert emu.wait_for(lambda: "truth" in got and "state" in got, timeout=20.0)
+        truth = dict(zip(got["truth"].names, got["truth"].values, strict=True))
+        assert got["truth"].method == "truth" and truth["payload.m"] == pytest.approx(0.5)
+        assert list(got["state"].name) == [j.name for j in JOINTS] and len(got["state"].effort) == 6
+        _, fb = host.feedback(3, special_frame(Special.ENABLE), "DM4340")
+        assert fb.state is MotorState.ENABLED
+        assert emu.wait_for(lambda: probe.count_subscribers("/damiao_emulator/fault") >= 1, timeout=20.0)
+        faults.publish(String(data="explode joint3"))
+        faults.publish(String(data="overtemp joint3 coil"))
+        assert emu.wait_for(lambda: emu.motor(3).state is MotorState.COIL_OVER_TEMP, timeout=20.0)
+        _, fb = host.feedback(REGISTER_REQUEST_ID, refresh_frame(3), "DM4340")
+        assert fb.state is MotorState.COIL_OVER_TEMP and fb.t_rotor >= 120
+        faults.publish(String(data="comm_loss 0x2"))
+        assert emu.wait_for(lambda: emu.motor(2).comm_lost, timeout=20.0)
+        assert host.silent(REGISTER_REQUEST_ID, refresh_frame(2))
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        probe.destroy_node()
+        rclpy.try_shutdown(context=context)
+        thread.join(timeout=10)
+        host.bus.shutdown()
+    assert not emu.running
+
+
+@pytest.mark.ros
+def test_node_process_publishes_truth_and_exits_cleanly(ros_domain_id):
+    """The installed executable as a real process: truth over DDS, clean exit on SIGINT, and a
+    clear one-line error (exit code 1) for a bad joint table."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from conftest import ROOT, stop_process
+
+    rclpy, SingleThreadedExecutor, latched = _ros()
+    from sysid_ros.msg import ParameterEstimate
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    script = str(ROOT / "scripts" / "damiao_emulator")
+    bad = subprocess.run([sys.executable, script, "--ros-args", "-p", "joints.can_ids:=[1, 2]"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert "cannot start: joints.can_ids has 2 entries, expected 6" in bad.stderr
+
+    proc = subprocess.Popen([sys.executable, script, "--ros-args", "--params-file",
+                             str(ROOT / "config" / "yam_damiao_emulator.yaml"),
+                             "-p", "interface:=virtual", "-p", "channel:=process-test"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    node = rclpy.create_node("truth_probe", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    received = threading.Event()
+    truth: list = []
+    node.create_subscription(ParameterEstimate, "/sim/true_parameters",
+                             lambda m: (truth.append(m), received.set()), latched)
+    try:
+        end = time.monotonic() + 60.0
+        while not received.is_set() and time.monotonic() < end and proc.poll() is None:
+            executor.spin_once(timeout_sec=0.1)
+        assert received.is_set(), "no /sim/true_parameters from the emulator process"
+        assert truth[0].names[0] == "link_1.m" and len(truth[0].names) == len(truth[0].values)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        output = stop_process(proc)
+    assert proc.returncode == 0, output
+    assert "emulating 6 Damiao motors on virtual:process-test" in output
