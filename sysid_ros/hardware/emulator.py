@@ -181,6 +181,7 @@ class EmulatedMotor:
         })
         self._flash = dict(self.registers)
         self._limits: MitLimits | None = None
+        self._limits_key: tuple = ()
         self.esc_id, self.mst_id = joint.can_id, joint.master_id
         self.enabled = False
         self.latched: MotorState | None = None
@@ -211,10 +212,11 @@ class EmulatedMotor:
     @property
     def limits(self) -> MitLimits:
         """The mapping ranges of the PMAX/VMAX/TMAX registers (cached; rebuilt after a write)."""
-        if self._limits is None:
-            r = self.registers
-            self._limits = MitLimits(float(r[Register.PMAX]), float(r[Register.VMAX]),
-                                     float(r[Register.TMAX]))
+        r = self.registers
+        key = (r[Register.PMAX], r[Register.VMAX], r[Register.TMAX])
+        if self._limits is None or key != self._limits_key:  # also sees direct writes to .registers
+            self._limits = MitLimits(float(key[0]), float(key[1]), float(key[2]))
+            self._limits_key = key
         return self._limits
 
     @property
@@ -552,10 +554,20 @@ class MotorEmulator:
 
     def _run(self) -> None:
         try:
+            last = time.monotonic()
             while self._running.is_set():
                 msg = self.bus.recv(timeout=self.poll_period)
+                now = time.monotonic()
+                if msg is not None:
+                    # handle the frame at the moment it was on the bus, not when this thread got
+                    # to it: a starved emulator thread must not see its own lateness as a host
+                    # timeout (bus timestamps are wall-clock, ``time.time()``)
+                    age = time.time() - msg.timestamp
+                    if 0.0 <= age < 1.0:
+                        now = max(last, now - age)
+                last = now
                 with self._lock:
-                    self.process(msg, time.monotonic())
+                    self.process(msg, now)
         except BaseException as exc:  # a dead emulator must be visible to the tests that use it
             log.exception("damiao emulator stopped")
             self._error = exc
