@@ -130,6 +130,7 @@ class MotorStatus:
     replies: int = 0
     missed_consecutive: int = 0
     missed_total: int = 0
+    late: int = 0
     bad_frames: int = 0
 
     @property
@@ -221,8 +222,10 @@ class Bridge:
             self.transport.close()
             self.transport = None
             raise
-        pmax = np.array([m.limits.pmax for m in self.motors])
-        self._unwrap = PositionUnwrapper(pmax)
+        self._mit_limits = [m.limits for m in self.motors]
+        self._ranges = [np.array([getattr(x, f) for x in self._mit_limits])
+                        for f in ("pmax", "vmax", "tmax", "kp_max", "kd_max")]
+        self._unwrap = PositionUnwrapper(self._ranges[0])
         self.phase = "configured"
         motors = ", ".join(f"{m.joint} {m.motor} 0x{m.can_id:02X}" for m in self.motors)
         self.log.info("configured %d motors on %s:%s (%s)", self.n, self.config.interface,
@@ -478,15 +481,16 @@ class Bridge:
         self.disable_all(reason="enable failed")
         raise BridgeError(f"motors did not confirm enable: {states}")
 
-    def disable_all(self, *, reason: str = "") -> list[str]:
+    def disable_all(self, *, reason: str = "", tries: int = CONFIRM_TRIES) -> list[str]:
         """Send disable to every motor, then re-send to those whose reply does not confirm it
-        (state ≠ 1) a few times. Returns the joints not confirmed. Never raises: a bus error is
-        reported once and ends the attempt."""
+        (state ≠ 1), ``tries`` rounds in all. Returns the joints not confirmed. Never raises: a bus
+        error is reported once, ends the attempt and stops all further traffic."""
         if self.transport is None or self._bus_dead:
             return list(self.names)
         pending = np.ones(self.n, dtype=bool)
         try:
-            for _ in range(CONFIRM_TRIES):
+            self.transport.drain()  # replies older than the first disable frame prove nothing
+            for _ in range(tries):
                 for i in np.flatnonzero(pending):
                     self._send(self._mit_ids[i], special_frame(Special.DISABLE))
                 for i, fb in enumerate(self._collect_states(CONFIRM_TIMEOUT, pending)):
@@ -584,11 +588,14 @@ class Bridge:
                 self.counters["clamped"] += 1
         frames = self._encode(clamped)
         try:
+            trip = self._check_faults(self._drain_late(), missed=False)
+            if trip is not None:  # a late reply (previous cycle) already shows a fault
+                self._trip(trip)
+                return
             for i, frame in enumerate(frames):
                 self._send(self._mit_ids[i], frame)
             replies = self._collect_cycle(start + self.config.reply_deadline * self.config.period)
         except BusError as exc:
-            self._bus_dead = True
             self._trip(Trip(TripKind.BUS_ERROR, "", str(exc)))
             return
         self._last_frames = frames
@@ -602,16 +609,29 @@ class Bridge:
             self._trip(trip)
 
     def _encode(self, t: JointTargets) -> list[bytes]:
+        """MIT payloads of joint-space targets: mapped to motor space, into the motor's reported
+        frame (unwrapping offset), clamped to its MIT ranges, encoded by the codec."""
         p = self._unwrap.to_reported(self.map.position_to_motor(t.position))
-        v = self.map.velocity_to_motor(t.velocity)
-        tau = self.map.torque_to_motor(t.effort)
-        kp, kd = self.map.gain_to_motor(t.kp), self.map.gain_to_motor(t.kd)
-        lim = [m.limits for m in self.motors]
-        ranges = [np.array([getattr(x, f) for x in lim])
-                  for f in ("pmax", "vmax", "tmax", "kp_max", "kd_max")]
-        p, v, tau, kp, kd = clamp_to_motor(p, v, tau, kp, kd, *ranges)
-        return [encode_mit(MitCommand(float(p[i]), float(v[i]), float(kp[i]), float(kd[i]), float(tau[i])),
-                           lim[i]) for i in range(self.n)]
+        fields = clamp_to_motor(p, self.map.velocity_to_motor(t.velocity), self.map.torque_to_motor(t.effort),
+                                self.map.gain_to_motor(t.kp), self.map.gain_to_motor(t.kd), *self._ranges)
+        p, v, tau, kp, kd = (f.tolist() for f in fields)
+        lim = self._mit_limits
+        return [encode_mit(MitCommand(p[i], v[i], kp[i], kd[i], tau[i]), lim[i]) for i in range(self.n)]
+
+    def _drain_late(self) -> list[Feedback | None]:
+        """Frames that arrived after the previous cycle's deadline: counted as late (they did not
+        count as replies), their states still checked for faults."""
+        got: list[Feedback | None] = [None] * self.n
+        while (msg := self.transport.recv(0.0)) is not None:
+            i = self._by_master.get(msg.arbitration_id)
+            if i is None:
+                self.counters["unknown_frames"] += 1
+                continue
+            fb = self._decode(i, msg.data)
+            if fb is not None:
+                self.motors[i].late += 1
+                got[i] = fb
+        return got
 
     def _collect_cycle(self, deadline: float) -> list[Feedback | None]:
         got: list[Feedback | None] = [None] * self.n
@@ -656,7 +676,7 @@ class Bridge:
         return JointSample(stamp, self._cycle, np.where(fresh, self._position, np.nan), self._velocity.copy(),
                            self._effort.copy(), fresh)
 
-    def _check_faults(self, replies: Sequence[Feedback | None]) -> Trip | None:
+    def _check_faults(self, replies: Sequence[Feedback | None], *, missed: bool = True) -> Trip | None:
         for i, fb in enumerate(replies):
             m = self.motors[i]
             if fb is not None and fb.state != MotorState.ENABLED:
@@ -665,7 +685,7 @@ class Bridge:
                 return Trip(TripKind.MOTOR_FAULT, m.joint,
                             f"motor 0x{m.can_id:02X} reports {why}; MOSFET {fb.t_mos} °C, "
                             f"rotor {fb.t_rotor} °C")
-            if m.missed_consecutive > self.config.max_missed_replies:
+            if missed and m.missed_consecutive > self.config.max_missed_replies:
                 return Trip(TripKind.MISSED_REPLIES, m.joint,
                             f"motor 0x{m.can_id:02X} missed {m.missed_consecutive} replies in a row (limit "
                             f"{self.config.max_missed_replies}): cable, power or CAN ID problem")
@@ -678,7 +698,10 @@ class Bridge:
         self.trip = trip
         with self._lock:
             self._mode = WatchdogMode.DISABLE
-        unconfirmed = [] if trip.kind == TripKind.BUS_ERROR else self.disable_all(reason=str(trip.kind.value))
+        # after a bus error one round only: if the bus still carries frames the motors stop now,
+        # if not their own CAN TIMEOUT stops them
+        tries = 1 if trip.kind == TripKind.BUS_ERROR else CONFIRM_TRIES
+        unconfirmed = self.disable_all(reason=trip.kind.value, tries=tries)
         self.log.error("ALL MOTORS DISABLED: %s%s", trip,
                        f" (disable not confirmed by {unconfirmed})" if unconfirmed else "")
         if self.on_trip is not None:

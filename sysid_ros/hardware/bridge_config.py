@@ -56,6 +56,7 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("emulator", False, "start an in-process motor emulator on the virtual channel (no hardware)"),
     ("model_path", "", "MJCF driven by the emulator ('' = the package's default robot)"),
     ("emulator_initial_pose", "home", "emulator start pose: a keyframe name of the MJCF or ''"),
+    ("emulator_payload", "", "emulated payload 'body=NAME,mass=KG,com=X,Y,Z[,inertia=...]' or ''"),
 )
 
 #: ``(suffix under "joints.", type, description)`` of the per-joint parallel arrays.
@@ -144,6 +145,7 @@ class BridgeConfig:
     emulator: bool = False
     model_path: str = ""
     emulator_initial_pose: str = "home"
+    emulator_payload: str = ""
 
     def __post_init__(self) -> None:
         if not self.joints:

@@ -17,7 +17,7 @@ from ..core.errors import SysIdError
 from .bridge_config import BridgeConfig
 from .safety import explain_bus_error
 
-__all__ = ["BusError", "Transport", "open_bus"]
+__all__ = ["BusError", "Transport", "describe_error_frame", "open_bus"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,20 @@ def open_bus(config: BridgeConfig) -> can.BusABC:
     except (can.CanError, OSError, ValueError, ImportError) as exc:
         raise BusError(explain_bus_error(exc, interface=config.interface, channel=config.channel,
                                          bitrate=config.bitrate)) from exc
+
+
+#: SocketCAN error-frame classes (``linux/can/error.h``: bits of the error frame's CAN ID)
+ERROR_CLASSES = ((0x001, "TX timeout"), (0x002, "lost arbitration"), (0x004, "controller problem"),
+                 (0x008, "protocol violation"), (0x010, "transceiver status"),
+                 (0x020, "no acknowledgement on transmission"), (0x040, "bus-off"),
+                 (0x080, "bus error"), (0x100, "controller restarted"))
+
+
+def describe_error_frame(msg: can.Message) -> str:
+    """``"error frame: bus-off (id 0x40 ...)"`` from a SocketCAN-style error frame."""
+    classes = [text for bit, text in ERROR_CLASSES if msg.arbitration_id & bit] or ["unknown class"]
+    return (f"error frame: {', '.join(classes)} (id 0x{msg.arbitration_id:X}, data "
+            f"{bytes(msg.data).hex(' ')})")
 
 
 class Transport:
@@ -79,8 +93,7 @@ class Transport:
             self.echoes += 1
             return None
         if msg.is_error_frame:
-            raise self._fault(can.CanOperationError(f"error frame received (id 0x{msg.arbitration_id:X}, "
-                                                    f"data {bytes(msg.data).hex(' ')})"))
+            raise self._fault(can.CanOperationError(describe_error_frame(msg)))
         self.received += 1
         return msg
 
