@@ -240,6 +240,27 @@ def test_can_timeout_latches_comm_lost(rig):
     assert fb.state is MotorState.ENABLED
 
 
+@pytest.mark.parametrize("rig", [{"timeout_registers": 400}], indirect=True)  # 20 ms
+def test_a_starved_emulator_judges_the_timeout_by_bus_time(rig):
+    """Frames sent in time are in time even when the emulator thread gets to them late: here the
+    emulator is held off for 60 ms (three TIMEOUTs) after a frame sent 0 ms after the last one."""
+    import time
+
+    emu, host = rig
+    limits = MitLimits.for_model("DM4310")
+    host.ask(5, special_frame(Special.ENABLE))
+    with emu._lock:  # starve the emulator thread
+        host.send(5, encode_mit(MitCommand(0, 0, 0, 0, 0.1), limits))
+        held = time.monotonic() + 0.060
+        while time.monotonic() < held:
+            pass
+    reply = host.bus.recv(2.0)
+    assert reply is not None
+    assert decode_feedback(reply.data, limits).state is MotorState.ENABLED
+    # without frames, the watchdog does fire
+    assert emu.wait_for(lambda: emu.motor(5).state is MotorState.COMM_LOST, timeout=5.0)
+
+
 @pytest.mark.parametrize("kind,state", [("mosfet", MotorState.MOSFET_OVER_TEMP),
                                         ("coil", MotorState.COIL_OVER_TEMP)])
 def test_over_temperature(rig, kind, state):
