@@ -347,3 +347,18 @@ def test_float_to_uint_errors():
         float_to_uint(0.5, 1, 1, 12)
     with pytest.raises(CodecError, match="code 4096 outside"):
         uint_to_float(4096, 0, 1, 12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rid=st.sampled_from([r for r in Register if r not in (Register.P_M, Register.XOUT)]),
+       value=st.floats(-1e6, 1e6, allow_nan=False), integer=st.integers(0, 0xFFFFFFFF),
+       can_id=st.integers(1, 0x7FE))
+def test_register_values_round_trip(rid, value, integer, can_id):
+    """uint32 registers exactly, float32 registers to float32 precision, request and reply side."""
+    from sysid_ros.hardware.codec import UINT32_REGISTERS
+
+    expected = integer if rid in UINT32_REGISTERS else struct.unpack("<f", struct.pack("<f", value))[0]
+    data = write_register_frame(can_id, rid, integer if rid in UINT32_REGISTERS else value)
+    request = parse_register_request(data)
+    assert (request.can_id, request.op, request.rid, request.value) == (can_id, "write", rid, expected)
+    assert parse_register_reply(data) == RegisterReply(can_id, "write", rid, expected)

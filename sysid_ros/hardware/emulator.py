@@ -113,7 +113,6 @@ POSITION_LOOP_GAIN = 20.0
 # Gear ratio and torque constant of the models the project ships (emulator defaults; others 1 and 0).
 _GEAR = {"DM4310": 10.0, "DM4310-48V": 10.0, "DM4340": 40.0, "DM4340-48V": 40.0}
 _KT = {"DM4310": 0.945, "DM4310-48V": 0.945, "DM4340": 4.074, "DM4340-48V": 4.074}
-_DEFERRED = frozenset({Register.ESC_ID, Register.MST_ID, Register.CAN_BR})
 
 
 class EmulatorError(SysIdError):
@@ -121,6 +120,9 @@ class EmulatorError(SysIdError):
 
 
 class JointLike(Protocol):
+    """What the emulator needs of a joint (``direction``, ``position_offset``, ``gear_ratio``
+    optional): :class:`EmulatorJoint`, the bridge's ``JointConfig``..."""
+
     name: str
     motor: str
     can_id: int
@@ -141,7 +143,7 @@ class EmulatorJoint:
     gear_ratio: float = 1.0
 
 
-def _as_joint(j: Any) -> EmulatorJoint:
+def _as_joint(j: JointLike) -> EmulatorJoint:
     try:
         return EmulatorJoint(str(j.name), str(j.motor), int(j.can_id), int(j.master_id),
                              int(getattr(j, "direction", 1)), float(getattr(j, "position_offset", 0.0)),
@@ -425,7 +427,7 @@ class MotorEmulator:
     in its own thread after :meth:`start`; inspection and fault injection take its lock.
     """
 
-    def __init__(self, joints: Iterable[Any], *, channel: str = "damiao", interface: str = "virtual",
+    def __init__(self, joints: Iterable[JointLike], *, channel: str = "damiao", interface: str = "virtual",
                  bus: can.BusABC | None = None, model_path: str | Path | None = None,
                  initial_pose: str | Sequence[float] | None = "home", payload: Any = None,
                  physics_rate: float = 1000.0, clock: Literal["realtime", "lockstep"] = "realtime",
