@@ -149,7 +149,9 @@ class DamiaoUsbBus(can.BusABC):
 
         frame = encode_tx_frame(msg, checksum=self._checksum)
         try:
-            self._serial.write_timeout = timeout if timeout is not None else 1.0
+            wanted = timeout if timeout is not None else 1.0
+            if self._serial.write_timeout != wanted:  # setting it reconfigures the port: only on change
+                self._serial.write_timeout = wanted
             written = self._serial.write(frame)
         except serial.SerialTimeoutException as exc:
             raise can.CanOperationError(f"{INTERFACE_NAME}: write timed out on {self.channel}") from exc
