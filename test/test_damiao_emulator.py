@@ -514,3 +514,32 @@ def test_node_process_publishes_truth_and_exits_cleanly(ros_domain_id):
         output = stop_process(proc)
     assert proc.returncode == 0, output
     assert "emulating 6 Damiao motors on virtual:process-test" in output
+
+
+def test_firmware_model_details():
+    """One EmulatedMotor without a bus: position wrap in feedback, zeroing only while disabled,
+    XOUT/P_M reads, other-mode stand-ins and torque saturation at TMAX."""
+    from sysid_ros.hardware.emulator import EmulatedMotor
+
+    limits = MitLimits.for_model("DM4310")
+    motor = EmulatedMotor(EmulatorJoint("joint4", "DM4310", 4, 0x14))
+    fb = decode_feedback(motor.feedback(13.0, 0.0), limits)  # one turn past +PMAX wraps to −PMAX side
+    assert fb.position == pytest.approx(13.0 - 25.0, abs=limits.pmax / 65535)
+    motor.receive(4, special_frame(Special.SET_ZERO), 0.0, 1.0, 0.0)
+    assert decode_feedback(motor.feedback(1.5, 0.0), limits).position == pytest.approx(0.5, abs=1e-3)
+    reply = motor.receive(REGISTER_REQUEST_ID, read_register_frame(4, Register.XOUT), 0.0, 1.5, 0.0)
+    assert parse_register_reply(reply).value == pytest.approx(0.5, rel=1e-6)
+    reply = motor.receive(REGISTER_REQUEST_ID, read_register_frame(4, Register.P_M), 0.0, 1.5, 0.0)
+    assert parse_register_reply(reply).value == pytest.approx(0.5 * 10.0, rel=1e-6)  # GR 10
+    motor.receive(4, special_frame(Special.ENABLE), 0.0, 1.5, 0.0)
+    motor.receive(4, special_frame(Special.SET_ZERO), 0.0, 3.0, 0.0)  # ignored while enabled
+    assert motor.zero_offset == 1.0
+    motor.receive(4, encode_mit(MitCommand(0.0, 0.0, 500.0, 0.0, 0.0), limits), 0.0, 1.5, 0.0)
+    assert motor.torque(1.5, 0.0) == -10.0  # kp·(0 − 0.5) = −250 N·m saturated at −TMAX
+    motor.receive(4, special_frame(Special.DISABLE), 0.0, 1.5, 0.0)
+    motor.receive(REGISTER_REQUEST_ID, write_register_frame(4, Register.CTRL_MODE, 3), 0.0, 1.5, 0.0)
+    motor.receive(4, special_frame(Special.ENABLE), 0.0, 1.5, 0.0)
+    from sysid_ros.hardware.codec import encode_velocity
+
+    assert motor.receive(4, encode_velocity(2.0), 0.0, 1.5, 0.0) is not None  # DLC 4 in velocity mode
+    assert motor.torque(1.5, 0.0) == pytest.approx(10.0 / 10.0 * 2.0)  # kv = TMAX/10
