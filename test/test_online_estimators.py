@@ -134,3 +134,91 @@ def test_conservation_rows_identify_a_payload_on_a_floating_robot():
         if r is not None:
             est.update(*r)
     assert logdet_divergence(est.theta, payload.params) < 1e-3
+    # the constant momentum as 6 unknowns, rows low-passed (exact rows stay exact); batch == push
+    from sysid_ros.core.online import RowFilter
+
+    fs = 1.0 / (rec.t[1] - rec.t[0])
+    sub = slice(0, len(rec.t), 5)
+    batched = RowFilter(ConservationRows(target, unknown_initial=True), fs / 5, 5.0).push_batch(
+        rec.t[sub], rec.q[sub], rec.dq[sub], None, None)
+    single = RowFilter(ConservationRows(target, unknown_initial=True), fs / 5, 5.0)
+    first = [single.push(rec.t[k], rec.q[k], rec.dq[k], None, None) for k in range(0, 15, 5)]
+    np.testing.assert_allclose(first[2][0], batched[2][0], atol=1e-12)
+    est = RLSLogDet(np.concatenate((target.prior, np.zeros(6))), [slice(0, 10)], alpha=1.0, beta=1e-6,
+                    weight=1e4)
+    for a, y in batched:
+        assert a.shape == (6, 16)
+        est.update(a, y)
+    assert logdet_divergence(est.theta[:10], payload.params) < 1e-3
+
+
+def test_causal_conditioner_starts_without_a_noise_transient():
+    """Noisy measured velocity at constant speed: every emitted acceleration is near zero from the
+    first sample on (a filter started on one raw difference quotient, noise·√2/h ≈ 7 rad/s², kept
+    that error for many time constants), and batched conditioning gives the same samples."""
+    from sysid_ros.core.online import CausalConditioner
+
+    rng = np.random.default_rng(4)
+    fs, k = 500.0, 1500
+    t = np.arange(k) / fs
+    dq = 0.3 + 0.01 * rng.standard_normal((k, 3))
+    q = 0.3 * t[:, None] + np.zeros((k, 3))
+    tau = np.ones((k, 3))
+    cond = CausalConditioner(3, fs, 5.0)
+    outs = [o for o in (cond.push(t[i], q[i], dq[i], tau[i]) for i in range(k)) if o is not None]
+    accel = np.array([o[3] for o in outs])
+    assert len(outs) == k - 1 and np.abs(accel).max() < 0.5  # steady-state σ ≈ 0.05 rad/s²
+    batched = CausalConditioner(3, fs, 5.0)
+    cuts = (slice(0, 1), slice(1, 700), slice(700, k))
+    parts = [batched.push_batch(t[s], q[s], dq[s], tau[s]) for s in cuts]
+    np.testing.assert_allclose(np.concatenate([p[3] for p in parts]), accel, atol=1e-12)
+    np.testing.assert_allclose(np.concatenate([p[2] for p in parts]), [o[2] for o in outs], atol=1e-12)
+
+
+def test_causal_conditioner_renormalises_a_floating_base_quaternion():
+    from sysid_ros.core.online import CausalConditioner
+
+    fs, k = 500.0, 400
+    t = np.arange(k) / fs
+    half = 0.25 * t  # base turning at 0.5 rad/s about z
+    q = np.column_stack((np.zeros((k, 3)), np.cos(half), np.zeros((k, 2)), np.sin(half), 0.1 * t))
+    dq = np.zeros((k, 7))
+    dq[:, 5], dq[:, 6] = 0.5, 0.1
+    cond = CausalConditioner(7, fs, 5.0, nq=8, quaternions=(3,))
+    out = cond.push_batch(t, q, dq, np.zeros((k, 7)))
+    assert out[1].shape == (k - 1, 8) and out[3].shape == (k - 1, 7)
+    np.testing.assert_allclose(np.linalg.norm(out[1][:, 3:7], axis=1), 1.0, atol=1e-12)
+    with pytest.raises(DataError, match="need measured velocities"):
+        CausalConditioner(7, fs, 5.0, nq=8, quaternions=(3,), use_measured_velocity=False)
+
+
+def test_generalised_momentum_balance_holds_for_a_free_joint():
+    """d/dt(M q̇) = M q̈ + c(q, q̇) + Cᵀq̇ ... in regressor form: Yp θ differentiated along a path
+    equals (M q̈ + bias) + Yc θ for every dof, the base's rotational dofs included (their axes turn
+    with the base, which MuJoCo's cdof_dot leaves out)."""
+    import mujoco
+
+    from sysid_ros.core.regressor import momentum_regressors
+    from sysid_ros.core.synthetic import floating_base
+
+    robot = floating_base(RobotModel.from_mjcf(SHARED_ROBOTS / "panda.xml"))
+    rng = np.random.default_rng(5)
+    mj, data = robot.mj, mujoco.MjData(robot.mj)
+    q = robot.mj.qpos0.copy()
+    q[3:7] = rng.normal(size=4)
+    q[3:7] /= np.linalg.norm(q[3:7])
+    q[7:] = rng.uniform(-1.0, 1.0, 7)
+    dq, ddq = rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+    eps = 1e-5
+    p = []
+    for s in (-1.0, 1.0):
+        qs = q.copy()
+        mujoco.mj_integratePos(mj, qs, dq + 0.5 * s * eps * ddq, s * eps)  # mid-point velocity
+        p.append(momentum_regressors(robot, qs, dq + s * eps * ddq).Yp @ robot.nominal)
+    p_dot = (p[1] - p[0]) / (2 * eps)
+    data.qpos[:], data.qvel[:], data.qacc[:] = q, dq, ddq
+    mujoco.mj_forward(mj, data)
+    m_ddq = np.zeros(robot.nv)
+    mujoco.mj_mulM(mj, data, m_ddq, ddq)
+    yc = momentum_regressors(robot, q, dq).Yc @ robot.nominal
+    np.testing.assert_allclose(p_dot, m_ddq + data.qfrc_bias + yc, atol=1e-5 * np.abs(p_dot).max())

@@ -9,7 +9,8 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
   :class:`ForceRows` (inverse dynamics, needs accelerations),
   :class:`MomentumRows` (fixed base: generalised momentum over a window, trapezoidal integrals,
   no acceleration), :class:`ConservationRows` (free-floating base in zero gravity: total momentum
-  differences);
+  differences, or the constant momentum as 6 unknowns); :class:`RowFilter` low-passes any
+  builder's rows;
 * :class:`OnlineEstimator` — a row builder feeding RLS or RLS log-det-div, with diagnostics.
 """
 
@@ -58,18 +59,43 @@ class CausalFilter:
 class CausalConditioner:
     """Filtered ``(t, q, dq, ddq, tau)`` with one sample of latency.
 
-    When sample ``k`` arrives the conditioner returns sample ``k−1`` with the acceleration
-    ``(v_k − v_{k−1})/h`` — the forward difference, which belongs to ``t_{k−1}`` — so no signal is
-    shifted against another. Velocities are measured, or ``(q_k − q_{k−1})/h``. All five pass the
-    same causal low-pass (``cutoff`` [Hz] at the nominal rate ``fs``), so they share one delay.
+    Velocities are measured, or ``(q_k − q_{k−1})/h``. Positions, velocities and torques pass the
+    same causal low-pass (``cutoff`` [Hz] at the nominal rate ``fs``), so they share one delay. The
+    acceleration is the derivative of the *filtered* velocity: when sample ``k`` arrives the
+    conditioner returns sample ``k−1`` with ``(v̄_k − v̄_{k−1})/h`` (the forward difference, which
+    belongs to ``t_{k−1}``). For a linear filter this equals filtering the raw difference quotient,
+    except at the start: a filter started at rest on a raw difference quotient of noisy velocities
+    (noise·√2/h, e.g. 7 rad/s² for 0.01 rad/s at 500 Hz) carries that value for many time
+    constants, whereas the filtered velocity starts on a velocity sample.
+
+    ``n``: velocity channels; ``nq`` (default ``n``): position channels, e.g. 7 + joints for a
+    free-floating base whose ``q`` holds a position and a unit quaternion; ``quaternions``: the
+    start indices in ``q`` of unit quaternions, re-normalised after filtering (these need measured
+    velocities: a quaternion has no difference quotient in ``q̇``'s coordinates).
     Non-increasing times raise :class:`DataError` (the caller rejects the sample and goes on).
     """
 
-    def __init__(self, n: int, fs: float, cutoff: float, *, use_measured_velocity: bool = True):
+    def __init__(self, n: int, fs: float, cutoff: float, *, use_measured_velocity: bool = True,
+                 nq: int | None = None, quaternions: tuple[int, ...] = ()) -> None:
         self.n = n
+        self.nq = n if nq is None else int(nq)
+        self.quaternions = tuple(int(i) for i in quaternions)
+        if (self.nq != n or self.quaternions) and not use_measured_velocity:
+            raise DataError("positions with quaternions need measured velocities")
+        if any(not 0 <= i <= self.nq - 4 for i in self.quaternions):
+            raise DataError(f"quaternion start indices {self.quaternions} must lie in q of size {self.nq}")
         self.use_measured_velocity = use_measured_velocity
-        self._filters = [CausalFilter(fs, cutoff, n) for _ in range(4)]
-        self._last: tuple | None = None
+        self._f_q = CausalFilter(fs, cutoff, self.nq)
+        self._f_v = CausalFilter(fs, cutoff, n)
+        self._f_t = CausalFilter(fs, cutoff, n)
+        self._last: tuple | None = None  # (t, q, v, tau, filtered v) of the held-back sample
+
+    def _positions(self, q: np.ndarray) -> np.ndarray:
+        """Filtered positions ``(K, nq)`` with unit quaternions re-normalised."""
+        out = self._f_q.block(q)
+        for i in self.quaternions:
+            out[:, i:i + 4] /= np.linalg.norm(out[:, i:i + 4], axis=1, keepdims=True)
+        return out
 
     def push(self, t: float, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
              ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -87,13 +113,13 @@ class CausalConditioner:
             v = (q - last[1]) / (t - last[0])
         else:
             v = None
-        self._last = (t, q, v, tau)
-        if last is None or last[2] is None:
+        fv = None if v is None else self._f_v(v)
+        self._last = (t, q, v, tau, fv)
+        if last is None or last[4] is None:
             return None
-        t0, q0, v0, tau0 = last
-        a = (v - v0) / (t - t0)  # the acceleration of sample k−1
-        f_q, f_v, f_a, f_t = self._filters
-        return t0, f_q(q0), f_v(v0), f_a(a), f_t(tau0)
+        t0, q0, _, tau0, fv0 = last
+        a = (fv - fv0) / (t - t0)  # the acceleration of sample k−1
+        return t0, self._positions(q0[None])[0], fv0, a, self._f_t(tau0)
 
     def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
                    ) -> tuple[np.ndarray, ...]:
@@ -112,28 +138,32 @@ class CausalConditioner:
         t_all = t if last is None else np.concatenate(([last[0]], t))
         q_all = q if last is None else np.vstack((last[1], q))
         tau_all = tau if last is None else np.vstack((last[3], tau))
+        new = slice(0 if last is None else 1, None)  # the batch's own samples in the *_all arrays
+        fv_all = np.full((len(t_all), self.n), np.nan)
+        if last is not None and last[4] is not None:
+            fv_all[0] = last[4]
         if measured:
-            v_all = np.asarray(dq, dtype=float) if last is None else np.vstack((last[2], dq))
-            valid = np.ones(len(t_all), dtype=bool)
+            v_new = np.asarray(dq, dtype=float)
+            fv_all[new] = self._f_v.block(v_new)
         else:
-            v_all = np.empty_like(q_all)
+            v_all = np.full((len(t_all), self.n), np.nan)
             v_all[1:] = np.diff(q_all, axis=0) / np.diff(t_all)[:, None]
-            if last is not None and last[2] is not None:
-                v_all[0] = last[2]
-                valid = np.ones(len(t_all), dtype=bool)
-            else:
-                v_all[0] = np.nan
-                valid = np.r_[False, np.ones(len(t_all) - 1, dtype=bool)]
-        self._last = (t_all[-1], q_all[-1], v_all[-1] if valid[-1] else None, tau_all[-1])
-        a = np.diff(v_all, axis=0) / np.diff(t_all)[:, None]  # acceleration of samples 0..K-2
+            v_new = v_all[new]
+            ok = np.isfinite(v_new[:, 0])  # only the very first sample has no velocity
+            if ok.any():
+                fv_new = np.full_like(v_new, np.nan)
+                fv_new[ok] = self._f_v.block(v_new[ok])
+                fv_all[new] = fv_new
+        valid = np.isfinite(fv_all[:, 0])
+        self._last = (t_all[-1], q_all[-1], v_new[-1] if valid[-1] else None, tau_all[-1],
+                      fv_all[-1] if valid[-1] else None)
         keep = valid[:-1] & valid[1:]
         if not keep.any():
-            empty = np.zeros((0, q.shape[1]))
-            return np.zeros(0), empty, empty, empty, empty
-        f_q, f_v, f_a, f_t = self._filters
+            empty_q, empty = np.zeros((0, self.nq)), np.zeros((0, self.n))
+            return np.zeros(0), empty_q, empty, empty, empty
         sel = np.flatnonzero(keep)
-        return (t_all[:-1][sel], f_q.block(q_all[:-1][sel]), f_v.block(v_all[:-1][sel]),
-                f_a.block(a[sel]), f_t.block(tau_all[:-1][sel]))
+        a = (fv_all[sel + 1] - fv_all[sel]) / (t_all[sel + 1] - t_all[sel])[:, None]
+        return (t_all[sel], self._positions(q_all[sel]), fv_all[sel], a, self._f_t.block(tau_all[sel]))
 
 
 class ForceRows:
@@ -234,30 +264,104 @@ class ConservationRows:
     """Free-floating base without external wrench: total momentum is constant, so for the target
     body ``(A_T(t) − A_T(t_r)) φ = −(h_robot(t) − h_robot(t_r))`` (6 rows; linear rows scaled by
     ``linear_weight`` [s] to balance N·s against N·m·s). ``q``/``dq`` are whole ``qpos``/``qvel``.
+
+    ``unknown_initial=True``: no reference sample; the constant total momentum ``h₀`` becomes 6
+    more unknowns, ``[A_T(t), −I] [φ; h₀] = −h_robot(t)`` (rows ``(6, 16)``; give the estimator
+    a prior of 16 values with a weak quadratic term on ``h₀``). With a reference sample, its
+    measurement noise — and the robot model's error at that instant — is a constant offset in
+    every later row; as unknowns they are estimated from all samples instead.
     """
 
-    def __init__(self, target: Target, *, linear_weight: float = 1.0) -> None:
+    def __init__(self, target: Target, *, linear_weight: float = 1.0, unknown_initial: bool = False) -> None:
         if target.kind != "payload":
             raise SysIdError("conservation rows identify one payload on a known floating robot")
         self.target = target
         self.weight = np.array([linear_weight] * 3 + [1.0] * 3)
+        self.unknown_initial = unknown_initial
         self._ref: tuple[np.ndarray, np.ndarray] | None = None
 
     def restart(self) -> None:
         """Take a new reference at the next sample."""
         self._ref = None
 
-    def push(self, t, q, dq, ddq, tau):
+    def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray]:
+        """The target's momentum regressor and the known robot's momentum (one or many samples)."""
         model = self.target.model
         a_t = world_momentum_regressor(model, self.target.body, q, dq)
         h_robot = sum(world_momentum_regressor(model, b, q, dq) @ model.nominal[model.body_slice(b)]
                       for b in model.param_bodies)
+        return a_t, h_robot
+
+    def push(self, t, q, dq, ddq, tau):
+        return self._step(*self._terms(q, dq))
+
+    def push_batch(self, t, q, dq, ddq, tau) -> list:
+        """Rows of ``K`` samples (batched regressors, then the differences in order)."""
+        a_t, h_robot = self._terms(np.asarray(q), np.asarray(dq))
+        return [self._step(a_t[k], h_robot[k]) for k in range(len(t))]
+
+    def _step(self, a_t: np.ndarray, h_robot: np.ndarray):
+        if self.unknown_initial:
+            return np.hstack((a_t, -np.eye(6))) * self.weight[:, None], -h_robot * self.weight
         if self._ref is None:
             self._ref = (a_t, h_robot)
             return None
         a = (a_t - self._ref[0]) * self.weight[:, None]
         y = -(h_robot - self._ref[1]) * self.weight
         return a, y
+
+
+class RowFilter:
+    """The same causal low-pass applied to every entry of a row builder's ``(A, y)`` rows.
+
+    Rows that hold exactly, ``A_k θ = y_k``, still hold after any linear filter, so this cuts the
+    measurement noise of rows built from raw signals (e.g. momentum rows from measured velocities)
+    without the distortion of filtering the signals before a nonlinear regressor. ``push`` and
+    ``push_batch`` pass through to ``rows`` and return filtered rows (``None`` while it has none).
+    """
+
+    def __init__(self, rows, fs: float, cutoff: float) -> None:
+        self.rows = rows
+        self.fs, self.cutoff = fs, cutoff
+        self._filter: CausalFilter | None = None
+        self._shape: tuple[int, int] | None = None
+
+    def restart(self) -> None:
+        self.rows.restart()
+        self._filter = None
+
+    def _apply(self, built: list) -> list:
+        out = []
+        for r in built:
+            if r is None:
+                out.append(None)
+                continue
+            a, y = np.atleast_2d(r[0]), np.atleast_1d(r[1])
+            if self._filter is None or self._shape != a.shape:
+                self._filter, self._shape = CausalFilter(self.fs, self.cutoff, a.size + y.size), a.shape
+            x = self._filter(np.concatenate((a.ravel(), y)))
+            out.append((x[:a.size].reshape(a.shape), x[a.size:]))
+        return out
+
+    def push(self, t, q, dq, ddq, tau):
+        return self._apply([self.rows.push(t, q, dq, ddq, tau)])[0]
+
+    def push_batch(self, t, q, dq, ddq, tau) -> list:
+        built = self.rows.push_batch(t, q, dq, ddq, tau)
+        idx = [k for k, r in enumerate(built) if r is not None]
+        if not idx:
+            return built
+        a = np.array([np.atleast_2d(built[k][0]) for k in idx])
+        y = np.array([np.atleast_1d(built[k][1]) for k in idx])
+        if self._filter is None or self._shape != a.shape[1:]:
+            self._filter = CausalFilter(self.fs, self.cutoff, a[0].size + y[0].size)
+            self._shape = a.shape[1:]
+        x = self._filter.block(np.hstack((a.reshape(len(idx), -1), y)))
+        n = a[0].size
+        out: list = [None] * len(built)
+        for j, k in enumerate(idx):
+            out[k] = (x[j, :n].reshape(self._shape), x[j, n:])
+        return out
 
 
 @dataclass

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import DataError
-from .kinematics import Motion, TreeTopology, cross3, forward_poses, motion
+from .kinematics import Motion, TreeTopology, cross3, cross_motion, forward_poses, motion
 from .model import JOINT_FIELDS, RobotModel
 from .spatial import inertia_times, skew
 
@@ -328,6 +328,26 @@ class MomentumRegressors(NamedTuple):
     Yf: np.ndarray
 
 
+def _true_s_dot(topo: TreeTopology, s: np.ndarray, s_dot: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """Time derivatives ``(nv, 6, N)`` of the individual motion vectors.
+
+    ``Motion.S_dot`` is MuJoCo's ``cdof_dot`` (velocity before the joint × S), which is all an
+    acceleration needs. The rotational dofs of a ball/free joint are axes fixed in the child body,
+    so each one also turns with its own joint's rotation: ``Ṡ_i = (V_before + ω_joint) × S_i``.
+    (Summed with weights q̇ that extra term is ω × ω = 0, which is why accelerations do not see
+    it, but ``Cᵀq̇ = Ṡᵀh`` projects each dof separately.)
+    """
+    rot = np.flatnonzero(topo.dof_type == 2)
+    if rot.size == 0:
+        return s_dot
+    out = s_dot.copy()
+    for joint in np.unique(topo.dof_joint[rot]):
+        dofs = rot[topo.dof_joint[rot] == joint]
+        own = np.einsum("dkn,nd->kn", s[dofs], dq[:, dofs])  # (6, N) the joint's own rotation
+        out[dofs] += cross_motion(np.broadcast_to(own, s[dofs].shape), s[dofs])
+    return out
+
+
 def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | None = None
                         ) -> MomentumRegressors:
     """The four regressors of :class:`MomentumRegressors` at ``q (N, nq)``, ``dq (N, nv)``.
@@ -345,7 +365,7 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     width = None if bodies is None else 10 * len(bodies)
     yp, yc, yg, yf = (_new_buffer(model, n, width) for _ in range(4))
     _project(model, poses.S, mot, which, yp, momentum=True)
-    _project(model, mot.S_dot, mot, which, yc, momentum=True)
+    _project(model, _true_s_dot(topo, poses.S, mot.S_dot, dq2), mot, which, yc, momentum=True)
     g_mot = motion(model, topo, poses, zero, zero, gravity=True)
     _project(model, poses.S, g_mot, which, yg)
     if bodies is None:
