@@ -13,6 +13,9 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 import can
 import numpy as np
 import pytest
-from conftest import DEFAULT_ROBOT, ROOT
+from conftest import DEFAULT_ROBOT, ROOT, stop_process
 
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.trajectory_file import TrajectoryFile, write_trajectory_file
@@ -598,3 +601,188 @@ def test_replay_file_of_other_joints_is_refused(rig_factory, tmp_path):
     with pytest.raises(DataError, match=r"joints \['elbow'\] are not configured on the bridge"):
         rig.bridge.activate()
     assert not any(is_special(f, Special.ENABLE) for f in rig.monitor.frames)
+
+
+# ------------------------------------------------------------------------------ the ROS 2 node
+rclpy = pytest.importorskip("rclpy")
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from sysid_ros.msg import MotorCommand  # noqa: E402
+
+from sysid_ros.hardware.bridge_config import flatten_parameters  # noqa: E402
+
+
+class Listener:
+    """A private rclpy context with a spinning executor, collecting joint states and diagnostics."""
+
+    def __init__(self, domain_id: int, name: str = "bridge_test") -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.states: list[tuple[float, JointState]] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(JointState, "/joint_states",
+                                      lambda m: self.states.append((time.monotonic(), m)), reliable)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
+        self.commands = self.node.create_publisher(MotorCommand, "/motor_command", 10)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def add(self, node) -> None:
+        self.executor.add_node(node)
+
+    def status(self, name: str) -> DiagnosticStatus | None:
+        for array in reversed(list(self.diagnostics)):
+            for s in array.status:
+                if s.name == name:
+                    return s
+        return None
+
+    def command(self, names, position) -> None:
+        self.commands.publish(MotorCommand(name=list(names), position=[float(x) for x in position]))
+
+    def call(self, client, request, timeout: float = WAIT):
+        assert client.wait_for_service(timeout_sec=timeout), f"no service {client.srv_name}"
+        future = client.call_async(request)
+        assert wait_until(future.done, timeout), f"{client.srv_name} did not answer"
+        return future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self._thread.join(timeout=5)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def node_parameters(config: BridgeConfig | None = None, **overrides) -> dict:
+    """The YAM parameters file as flat ROS parameters, with overrides."""
+    import yaml
+
+    params = flatten_parameters(yaml.safe_load(CONFIG.read_text())["damiao_bridge"]["ros__parameters"])
+    params.update(overrides)
+    return params
+
+
+def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(ros_domain_id):
+    """In-process lifecycle node (no autostart), emulated motors on its virtual channel, lifecycle
+    transitions requested over the real ChangeState service."""
+    from sysid_ros.nodes.damiao_bridge import DamiaoBridgeNode
+
+    channel = f"node-{uuid.uuid4().hex[:8]}"
+    params = node_parameters(interface="virtual", channel=channel, rate=RATE, max_missed_replies=50,
+                             diagnostics_rate=20.0)
+    cfg = BridgeConfig.from_parameters(params)
+    # lockstep physics (one control period per command round): this process also runs the node's
+    # executor, the listener's and the loop; a realtime emulator could starve on a loaded machine
+    emulator = MotorEmulator(cfg.joints, channel=channel, interface="virtual", initial_pose="home",
+                             clock="lockstep", lockstep_period=cfg.period).start()
+    ros = Listener(ros_domain_id)
+    bridge = DamiaoBridgeNode(context=ros.context,
+                              parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    ros.add(bridge)
+    change = ros.node.create_client(ChangeState, "/damiao_bridge/change_state")
+    get_state = ros.node.create_client(GetState, "/damiao_bridge/get_state")
+    try:
+        assert ros.call(get_state, GetState.Request()).current_state.label == "unconfigured"
+        for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+            assert ros.call(change, ChangeState.Request(transition=Transition(id=transition))).success
+        assert emulator.wait_for(lambda: all(m.state == MotorState.ENABLED for m in emulator.motors), WAIT)
+        assert wait_until(lambda: len(ros.states) > 20)
+        emulator.inject_overtemperature("joint5", "mosfet")
+        assert wait_until(lambda: (s := ros.status("damiao_bridge: control loop")) is not None
+                          and s.message.startswith("ALL MOTORS DISABLED"))
+        loop = ros.status("damiao_bridge: control loop")
+        assert loop.level == DiagnosticStatus.ERROR
+        assert "motor fault on joint5: motor 0x05 reports 0xB MOSFET over-temperature" in loop.message
+        assert wait_until(lambda: ros.status("damiao_bridge: joint5").level == DiagnosticStatus.ERROR)
+        joint5 = ros.status("damiao_bridge: joint5")
+        values = {kv.key: kv.value for kv in joint5.values}
+        assert "MOSFET over-temperature" in joint5.message and int(values["mosfet_temperature_C"]) >= 120
+        assert ros.status("damiao_bridge: joint1").level == DiagnosticStatus.OK
+        assert emulator.wait_for(lambda: [m.state for m in emulator.motors] == [MotorState.DISABLED] * 4
+                                 + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED], WAIT)
+        # still alive: the disabled motors are polled, joint states keep coming
+        count = len(ros.states)
+        assert wait_until(lambda: len(ros.states) > count + 3)
+        assert ros.call(get_state, GetState.Request()).current_state.label == "active"
+        # recover: cool down, deactivate, activate (clear-error, enable)
+        emulator.cool_down("joint5")
+        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_ACTIVATE):
+            assert ros.call(change, ChangeState.Request(transition=Transition(id=transition))).success
+        assert emulator.wait_for(lambda: all(m.state == MotorState.ENABLED for m in emulator.motors), WAIT)
+        assert wait_until(lambda: ros.status("damiao_bridge: control loop").level == DiagnosticStatus.OK)
+        deactivate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE))
+        assert ros.call(change, deactivate).success
+        assert [m.state for m in emulator.motors] == [MotorState.DISABLED] * N_JOINTS
+    finally:
+        ros.executor.remove_node(bridge)
+        bridge.destroy_node()
+        ros.close()
+        emulator.stop()
+
+
+@pytest.fixture
+def bridge_process(ros_domain_id):
+    procs = []
+
+    def start(*params: str) -> subprocess.Popen:
+        env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sysid_ros.nodes.damiao_bridge", "--ros-args",
+             "--params-file", str(CONFIG), "-p", "interface:=virtual", "-p", "emulator:=true",
+             "-p", "autostart:=true",
+             "-p", f"channel:=proc-{uuid.uuid4().hex[:8]}", *[a for p in params for a in ("-p", p)]],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        print(stop_process(proc)[-4000:])  # shown when a test fails
+
+
+def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_process, ros_domain_id):
+    proc = bridge_process("rate:=500.0", "max_missed_replies:=50")
+    ros = Listener(ros_domain_id)
+    try:
+        assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"
+        first = ros.states[-1][1]
+        assert list(first.name) == [f"joint{i}" for i in range(1, 7)]
+        q0 = np.array(first.position)
+        ramp, amplitude = 1.0, 0.3
+        sent = []
+        start = time.monotonic()
+        while (t := time.monotonic() - start) < ramp + 1.0:  # 100 Hz stream: ramp joint1, hold the rest
+            target = q0.copy()
+            target[0] += amplitude * min(t / ramp, 1.0)
+            ros.command(first.name, target)
+            sent.append((time.monotonic(), target[0]))
+            time.sleep(0.01)
+        stamps = np.array([t for t, _ in ros.states])
+        q1 = np.array([m.position[0] for _, m in ros.states])
+        cmd = np.interp(stamps, [t for t, _ in sent], [x for _, x in sent])
+        moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
+        assert moving.sum() > 50
+        assert np.nanmax(np.abs(q1[moving] - cmd[moving])) < 0.05   # tracks the ramp (0.3 rad/s)
+        assert abs(q1[-1] - (q0[0] + amplitude)) < 0.01               # and settles on the target
+        loop = ros.status("damiao_bridge: control loop")
+        assert loop is not None and loop.level == DiagnosticStatus.OK
+        values = {kv.key: kv.value for kv in loop.values}
+        assert float(values["rate_hz"]) > 100.0 and values["mode"] == "track"
+        assert proc.poll() is None
+    finally:
+        ros.close()
+    log = stop_process(proc)
+    assert proc.returncode == 0, log
+    assert "all 6 motors disabled (deactivate), confirmed" in log
+    assert "emulator motor states at stop: joint1=0x0, joint2=0x0, joint3=0x0, joint4=0x0, joint5=0x0, " \
+           "joint6=0x0" in log
+    assert "Traceback" not in log

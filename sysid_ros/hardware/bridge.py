@@ -198,6 +198,7 @@ class Bridge:
         self._cycle = 0
         self._bus_dead = False
         self._atexit = False
+        self._disabled = False  # every motor confirmed disabled since the last enable
         self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor (tests)
 
     # ------------------------------------------------------------------------- life cycle
@@ -297,10 +298,10 @@ class Bridge:
         return self.disable_all(reason="deactivate")
 
     def cleanup(self) -> None:
-        """Disable (if active) and close the bus."""
+        """Disable (if active, or not yet confirmed) and close the bus."""
         self.deactivate()
         if self.transport is not None:
-            if self.phase == "configured" and not self._bus_dead:
+            if self.phase == "configured" and not self._bus_dead and not self._disabled:
                 self.disable_all(reason="cleanup")
             self.transport.close()
             self.transport = None
@@ -468,6 +469,7 @@ class Bridge:
 
     def _enable_all(self) -> None:
         """Enable every motor and confirm state 1 from each (a few rounds); on failure disable all."""
+        self._disabled = False
         pending = np.ones(self.n, dtype=bool)
         for _ in range(CONFIRM_TRIES):
             for i in np.flatnonzero(pending):
@@ -503,6 +505,7 @@ class Bridge:
             self.log.error("disabling the motors (%s) failed: %s", reason, exc)
             return [self.names[i] for i in np.flatnonzero(pending)]
         unconfirmed = [self.names[i] for i in np.flatnonzero(pending)]
+        self._disabled = not unconfirmed
         if unconfirmed:
             self.log.error("disable (%s) NOT confirmed by %s: cut the motor power", reason, unconfirmed)
         else:

@@ -57,6 +57,8 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("model_path", "", "MJCF driven by the emulator ('' = the package's default robot)"),
     ("emulator_initial_pose", "home", "emulator start pose: a keyframe name of the MJCF or ''"),
     ("emulator_payload", "", "emulated payload 'body=NAME,mass=KG,com=X,Y,Z[,inertia=...]' or ''"),
+    ("emulator_clock", "lockstep", "emulator physics: 'lockstep' (one control period per command round) "
+                                   "or 'realtime' (wall clock)"),
 )
 
 #: ``(suffix under "joints.", type, description)`` of the per-joint parallel arrays.
@@ -146,6 +148,7 @@ class BridgeConfig:
     model_path: str = ""
     emulator_initial_pose: str = "home"
     emulator_payload: str = ""
+    emulator_clock: str = "lockstep"
 
     def __post_init__(self) -> None:
         if not self.joints:
@@ -171,6 +174,8 @@ class BridgeConfig:
             raise ConfigError(f"limit_mismatch must be 'error' or 'warn', got {self.limit_mismatch!r}")
         if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
             raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
+        if self.emulator_clock not in ("lockstep", "realtime"):
+            raise ConfigError(f"emulator_clock must be 'lockstep' or 'realtime', got {self.emulator_clock!r}")
         if not self.diagnostics_rate > 0 or self.replay_ramp_time < 0:
             raise ConfigError("diagnostics_rate must be > 0 and replay_ramp_time >= 0")
 

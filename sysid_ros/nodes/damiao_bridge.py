@@ -17,7 +17,9 @@ replay finished. With ``autostart: true`` the node configures and activates itse
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
 import threading
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -46,6 +48,7 @@ STATES = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 ARRAY_TYPES = {str: Parameter.Type.STRING_ARRAY, int: Parameter.Type.INTEGER_ARRAY,
                float: Parameter.Type.DOUBLE_ARRAY}
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
+SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
 
 
 class DamiaoBridgeNode(LifecycleNode):
@@ -70,6 +73,7 @@ class DamiaoBridgeNode(LifecycleNode):
         self._diag_timer = None
         self._names: list[str] = []
         self._lock = threading.Lock()
+        self._log = _RosLog(self.get_logger(), self.context)
         if self.get_parameter("autostart").value:
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
@@ -92,7 +96,8 @@ class DamiaoBridgeNode(LifecycleNode):
         payload = Payload.parse(config.emulator_payload) if config.emulator_payload else None
         self.emulator = MotorEmulator(config.joints, channel=config.channel, interface="virtual",
                                       model_path=config.model_path or None,
-                                      initial_pose=config.emulator_initial_pose or None, payload=payload)
+                                      initial_pose=config.emulator_initial_pose or None, payload=payload,
+                                      clock=config.emulator_clock, lockstep_period=config.period)
         self.emulator.start()
         names, values = self.emulator.true_parameters()
         if self._truth_pub is None:
@@ -104,8 +109,8 @@ class DamiaoBridgeNode(LifecycleNode):
 
     def _stop_emulator(self) -> None:
         if self.emulator is not None:
-            states = ", ".join(f"{m.name}=0x{int(m.state):X}" for m in self.emulator.motors)
-            self.get_logger().info(f"emulator motor states at stop: {states}")
+            states = ", ".join(f"{m.joint.name}=0x{int(m.state):X}" for m in self.emulator.motors)
+            self._log.info("emulator motor states at stop: %s", states)
             self.emulator.stop()
             self.emulator = None
 
@@ -116,7 +121,7 @@ class DamiaoBridgeNode(LifecycleNode):
             if config.emulator:
                 self._start_emulator(config)
             self.bridge = Bridge(config, on_sample=self._publish_state, on_trip=self._on_trip,
-                                 on_replay_done=self._on_replay_done, logger=_RosLog(self.get_logger()))
+                                 on_replay_done=self._on_replay_done, logger=self._log)
             self.bridge.configure()
         except SysIdError as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -270,28 +275,54 @@ def _kv(values: dict[str, str]) -> list[KeyValue]:
 
 
 class _RosLog:
-    """``logging.Logger``-style %-formatting onto an rclpy logger (the bridge core logs this way)."""
+    """``logging.Logger``-style %-formatting onto the node's rclpy logger; once rclpy is shut down
+    (SIGINT) the messages go to the standard ``logging`` module instead (stderr), since rclpy can no
+    longer publish them on /rosout. One call site per severity (rclpy requires it)."""
 
-    def __init__(self, logger) -> None:
+    def __init__(self, logger, context) -> None:
         self._logger = logger
+        self._context = context
+        self._fallback = logging.getLogger(f"sysid_ros.{NODE_NAME}")
+        if not logging.getLogger().handlers and not self._fallback.handlers:
+            handler = logging.StreamHandler()
+            fmt = f"[%(levelname)s] [%(created).9f] [{NODE_NAME}]: %(message)s"
+            handler.setFormatter(logging.Formatter(fmt))
+            self._fallback.addHandler(handler)
+            self._fallback.setLevel(logging.INFO)
 
-    def _emit(self, fn, msg: str, args: tuple) -> None:
-        fn(msg % args if args else msg)
+    def _ros(self) -> bool:
+        return self._context.ok()
 
     def debug(self, msg: str, *args) -> None:
-        self._emit(self._logger.debug, msg, args)
+        if self._ros():
+            self._logger.debug(msg % args if args else msg)
+        else:
+            self._fallback.debug(msg, *args)
 
     def info(self, msg: str, *args) -> None:
-        self._emit(self._logger.info, msg, args)
+        if self._ros():
+            self._logger.info(msg % args if args else msg)
+        else:
+            self._fallback.info(msg, *args)
 
     def warning(self, msg: str, *args) -> None:
-        self._emit(self._logger.warning, msg, args)
+        if self._ros():
+            self._logger.warning(msg % args if args else msg)
+        else:
+            self._fallback.warning(msg, *args)
 
     def error(self, msg: str, *args) -> None:
-        self._emit(self._logger.error, msg, args)
+        if self._ros():
+            self._logger.error(msg % args if args else msg)
+        else:
+            self._fallback.error(msg, *args)
 
 
 def main(args=None) -> None:
+    # The control thread waits on the bus many times per cycle; with Python's default 5 ms GIL
+    # switch interval every wait could cost up to 5 ms while another thread (executor, emulator)
+    # computes. 0.5 ms keeps the loop's latency under its period.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     spin(DamiaoBridgeNode, SingleThreadedExecutor, args)
 
 
