@@ -79,8 +79,55 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from .nodes.sim_demo import DEFAULT_PAYLOAD, DemoOptions, run_demo
+
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SysIdError(f"unknown batch methods {unknown}; choose among {list(METHODS)}")
+    run_demo(DemoOptions(model=args.model or "", payload=args.payload or DEFAULT_PAYLOAD,
+                         excitation_time=args.duration, real_time_factor=args.real_time_factor,
+                         methods=methods, out=Path(args.out), seed=args.seed, domain_id=args.domain_id))
+    return 0
+
+
+def _trajectory(args: argparse.Namespace) -> int:
+    from .core.excitation import FourierTrajectory, Limits
+    from .core.excitation_design import condition_number, optimize_excitation
+    from .core.excitation_plan import ExcitationPlan
+    from .core.trajectory_file import write_trajectory_file
+    from .nodes.trajectory_publisher import coefficients_from_file
+
+    model = RobotModel.from_mjcf(args.model)
+    limits = Limits.of(model, acceleration=args.max_acceleration)
+    if args.coefficients:
+        traj = coefficients_from_file(args.coefficients, limits)
+    elif args.optimize:
+        design = optimize_excitation(model, limits, harmonics=args.harmonics, period=args.period,
+                                     seed=args.seed)
+        print(f"condition number {design.initial_condition_number:.1f} (random start) -> "
+              f"{design.condition_number:.1f} ({design.evaluations} evaluations, {design.solve_time:.1f} s)",
+              file=sys.stderr)
+        traj = design.trajectory
+    else:
+        traj = FourierTrajectory.random(limits, harmonics=args.harmonics, period=args.period, seed=args.seed)
+    start = traj.q0 if not args.start else np.array([float(x) for x in args.start.split(",")])
+    plan = ExcitationPlan.build(model, traj, start, excitation_time=args.duration or None,
+                                ramp_time=args.ramp, limits=limits)
+    sampled = plan.sampled(args.rate)
+    path = write_trajectory_file(args.export, sampled)
+    if args.save_coefficients:
+        doc = {"q0": traj.q0.tolist(), "a": traj.a.tolist(), "b": traj.b.tolist(), "period": traj.period}
+        Path(args.save_coefficients).write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {path}: {sampled.duration:.2f} s at {args.rate:g} Hz, {len(sampled.joints)} joints "
+          f"({', '.join(f'{j}:{m}' for j, m in zip(sampled.joints, sampled.motors, strict=True))}); "
+          f"condition number {condition_number(model, traj):.1f}; {plan.clamps.summary()}")
+    return 0
+
+
+def _pipeline(args: argparse.Namespace) -> int:
     model_path = Path(args.model) if args.model else default_robot_path()
-    print(f"[sysid demo] offline pipeline on {model_path} (duration {args.duration} s, seed {args.seed})",
+    print(f"[sysid pipeline] offline pipeline on {model_path} (duration {args.duration} s, seed {args.seed})",
           file=sys.stderr)
     start = time.perf_counter()
     report = run_offline_pipeline(model_path, duration=args.duration, seed=args.seed)
@@ -92,7 +139,7 @@ def _demo(args: argparse.Namespace) -> int:
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
-        print(f"[sysid demo] wrote {path}", file=sys.stderr)
+        print(f"[sysid pipeline] wrote {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -193,13 +240,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the random excitation")
     p.set_defaults(func=_inspect)
 
-    p = sub.add_parser("demo", help="simulate, identify and validate the default (or given) robot")
+    p = sub.add_parser("demo", help="the closed loop in simulation: sim + trajectory + online estimator + "
+                       "recorder over ROS 2, then BatchSolve on the bag; true vs estimated payload")
+    p.add_argument("--model", help="MJCF file (default: the package's default robot)")
+    p.add_argument("--payload", default=None, help="body=NAME,mass=KG,com=X,Y,Z[,inertia=...] "
+                   "(default: 0.6 kg on link_6 of the default robot)")
+    p.add_argument("--duration", type=float, default=30.0, help="excitation length [s] (simulated)")
+    p.add_argument("--real-time-factor", type=float, default=2.0,
+                   help="simulated s per wall s (0 = flat out)")
+    p.add_argument("--methods", default="dual_metric,pc_iv", help="batch methods on the recorded bag")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID of the demo's graph (default: private)")
+    p.add_argument("--out", default="out/demo", help="output folder")
+    p.set_defaults(func=_demo)
+
+    p = sub.add_parser("pipeline", help="offline pipeline without ROS: simulate, least squares, validate")
     p.add_argument("--model", help="MJCF file (default: the package's default robot)")
     p.add_argument("--duration", type=float, default=30.0, help="excitation length [s]")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="folder for pipeline_report.json")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_demo)
+    p.set_defaults(func=_pipeline)
+
+    p = sub.add_parser("trajectory", help="an excitation trajectory as a replayable per-motor file")
+    p.add_argument("model", help="MJCF file")
+    p.add_argument("--export", required=True, metavar="FILE", help="CSV file to write")
+    p.add_argument("--optimize", action="store_true", help="minimise the base regressor's condition number")
+    p.add_argument("--coefficients", help="JSON {q0, a, b, period} instead of random/optimised ones")
+    p.add_argument("--save-coefficients", metavar="JSON", help="also write the coefficients used")
+    p.add_argument("--harmonics", type=int, default=5)
+    p.add_argument("--period", type=float, default=10.0, help="Fourier base period [s]")
+    p.add_argument("--duration", type=float, default=0.0, help="excitation length [s] (0 = one period)")
+    p.add_argument("--ramp", type=float, default=2.0, help="shortest ramp in/out [s]")
+    p.add_argument("--start", help="comma list of the start (and rest) pose [rad] (default: the centre)")
+    p.add_argument("--rate", type=float, default=1000.0, help="samples per second in the file")
+    p.add_argument("--max-acceleration", type=float, default=8.0, help="[rad/s²]")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_trajectory)
 
     p = sub.add_parser("simulate", help="write a rosbag2 bag of a simulated excitation (with truth)")
     p.add_argument("model", help="MJCF file")

@@ -57,7 +57,7 @@ def test_cli_inspect_json():
 
 
 def test_cli_demo_writes_a_report(tmp_path):
-    out = _sysid("demo", "--duration", "12", "--out", str(tmp_path))
+    out = _sysid("pipeline", "--duration", "12", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "held-out trajectory torque RMSE" in out.stdout
     report = json.loads((tmp_path / "pipeline_report.json").read_text())

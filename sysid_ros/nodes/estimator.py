@@ -99,6 +99,11 @@ class EstimatorNode(Node):
         self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
                                f"with {self._get('method')} on {self._get('joint_states_topic')}")
 
+    @property
+    def backlog(self) -> int:
+        """Joint states received and not processed yet."""
+        return len(self._queue)
+
     # ------------------------------------------------------------------------------ set-up
     def _get(self, name: str):
         return self.get_parameter(name).value

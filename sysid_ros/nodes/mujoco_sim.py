@@ -35,7 +35,8 @@ from . import parameter_value, spin
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STREAM = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+# deep enough that a reliable subscriber that falls behind for a few seconds loses nothing
+STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
 PARAMETERS = (
@@ -211,3 +212,7 @@ def _split(t: float) -> tuple[int, int]:
 
 def main(args=None) -> None:
     spin(MujocoSimNode, SingleThreadedExecutor, args=args)
+
+
+if __name__ == "__main__":
+    main()

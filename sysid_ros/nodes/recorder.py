@@ -72,6 +72,8 @@ class RecorderNode(Node):
         for topic in self._wanted:
             if topic in self._recorded or topic not in types:
                 continue
+            if not self.get_publishers_info_by_topic(topic):
+                continue  # only subscribers so far: wait for a publisher to match its QoS (latched)
             type_name = types[topic][0]
             try:
                 cls = message_class(type_name)
@@ -128,3 +130,7 @@ class RecorderNode(Node):
 
 def main(args=None) -> None:
     spin(RecorderNode, SingleThreadedExecutor, args=args)
+
+
+if __name__ == "__main__":
+    main()

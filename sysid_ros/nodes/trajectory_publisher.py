@@ -60,6 +60,7 @@ PARAMETERS = (
     ("kd", Parameter.Type.DOUBLE_ARRAY, "velocity gains [N·m·s/rad] (unset = critically damped)"),
     ("feedforward", True, "add the nominal model's inverse dynamics as feed-forward torque"),
     ("autostart", True, "start as soon as the first joint state arrives"),
+    ("reliable_input", False, "RELIABLE joint-state subscription (simulation; false matches any publisher)"),
     ("joint_states_topic", "/joint_states", "sensor_msgs/JointState (the measured pose)"),
     ("motor_command_topic", "/motor_command", "sysid_ros/MotorCommand output"),
 )
@@ -87,9 +88,12 @@ class TrajectoryPublisherNode(Node):
         self._pub = self.create_publisher(MotorCommand, self._get("motor_command_topic"), STREAM)
         self._done_pub = self.create_publisher(Bool, "~/done", LATCHED)
         self._done_pub.publish(Bool(data=False))
-        # best effort matches any publisher; a deep queue rides out bursts without drops
+        # only the newest state matters (commands are a function of time): a queue of one never
+        # lets the commands lag behind the robot; best effort matches any publisher
+        reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
+                       else ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(JointState, self._get("joint_states_topic"), self._on_state,
-                                 QoSProfile(depth=500, reliability=ReliabilityPolicy.BEST_EFFORT))
+                                 QoSProfile(depth=1, reliability=reliability))
         self.create_service(Trigger, "~/start", self._on_start)
         self._period = 1.0 / float(self._get("rate"))
         self._last_sent = -np.inf
@@ -163,7 +167,13 @@ class TrajectoryPublisherNode(Node):
                 self.get_logger().error(f"cannot plan the excitation: {exc}")
                 self._start_requested = False
                 return
-            self._t0, self._last_sent, self._start_requested = stamp, -np.inf, False
+            # the whole run sampled once (feed-forward included); each state then interpolates.
+            # Time starts at the next state: the arm holds still while this is computed.
+            self._samples = self.plan.sampled(max(1000.0, 2.0 / self._period))
+            self._t0, self._last_sent, self._start_requested = None, -np.inf, False
+            return
+        if self._t0 is None:
+            self._t0 = stamp
             self.get_logger().info(f"excitation started: {self.plan.duration:.1f} s "
                                    f"(ramp in {self.plan.ramp_in:.1f} s, excitation "
                                    f"{self.plan.excitation_time:.1f} s, ramp out {self.plan.ramp_out:.1f} s)")
@@ -173,11 +183,11 @@ class TrajectoryPublisherNode(Node):
             return  # out of order
         self._last_sent = stamp
         t = stamp - self._t0
-        q, dq, tau, kp, kd, _ = self.plan.command([min(t, self.plan.duration)])
+        q, dq, tau, kp, kd = self._samples.sample(t)
         msg = self._cmd
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 1_000_000_000)
-        msg.position, msg.velocity, msg.effort = q[0].tolist(), dq[0].tolist(), tau[0].tolist()
-        msg.kp, msg.kd = kp[0].tolist(), kd[0].tolist()
+        msg.position, msg.velocity, msg.effort = q.tolist(), dq.tolist(), tau.tolist()
+        msg.kp, msg.kd = kp.tolist(), kd.tolist()
         self._pub.publish(msg)
         if t >= self.plan.duration and not self._done:
             self._done = True
@@ -217,3 +227,7 @@ def coefficients_from_file(path: str, limits: Limits, *, margin: float = 0.1) ->
 
 def main(args=None) -> None:
     spin(TrajectoryPublisherNode, SingleThreadedExecutor, args=args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""This package's nodes as child processes, each with its parameter file: how the demo, the
+process-based tests and the benchmarks run the graph where ``ros2 launch`` is not installed
+(on a ROS install the launch files in ``launch/`` start the same nodes with the same files).
+
+Every process gets ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and the caller's domain id; it is
+stopped with SIGINT (the nodes' clean shutdown path), killed only if it does not exit in time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..core.errors import SysIdError
+from ..resources import find_share_file
+
+__all__ = ["NodeProcess", "ros_value"]
+
+
+def ros_value(value) -> str:
+    """A parameter value in ``--ros-args -p name:=value`` syntax (YAML)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(ros_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"' if (not value or ":" in value or "," in value) else value
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+class NodeProcess:
+    """``python -m sysid_ros.nodes.<module>`` with ``config/<config>.yaml`` and overrides.
+
+    ``log``: file the process's stdout and stderr go to (default: a temporary file; never a
+    pipe nobody reads, which would stall a chatty node). :attr:`output` holds it after :meth:`stop`.
+    """
+
+    def __init__(self, module: str, *, domain_id: int, config: str | None = None,
+                 overrides: dict | None = None, log: Path | None = None, args: tuple[str, ...] = ()):
+        self.module = module
+        cmd = [sys.executable, "-m", f"sysid_ros.nodes.{module}", *args, "--ros-args"]
+        if config:
+            cmd += ["--params-file", str(find_share_file(f"config/{config}.yaml"))]
+        for name, value in (overrides or {}).items():
+            cmd += ["-p", f"{name}:={ros_value(value)}"]
+        env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+                   PYTHONUNBUFFERED="1")
+        env.pop("ROS_STATIC_PEERS", None)
+        if log is None:
+            fd, name = tempfile.mkstemp(prefix=f"sysid_{module}_", suffix=".log")
+            os.close(fd)
+            log, self._temporary = Path(name), True
+        else:
+            self._temporary = False
+        self.log = Path(log)
+        self._out = open(self.log, "w")  # closed in stop()
+        self.command = cmd
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._out, stderr=subprocess.STDOUT, text=True)
+        self.output = ""
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def check_running(self) -> None:
+        """:class:`SysIdError` with the process's last output if it has exited."""
+        if not self.running:
+            self.stop()
+            raise SysIdError(f"{self.module} exited with status {self.proc.returncode}:\n"
+                             f"{self.output[-2000:]}")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGINT, wait up to ``timeout`` s (then kill); returns the exit status. Idempotent."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+            self.output = self.log.read_text(errors="replace")
+            if self._temporary:
+                self.log.unlink(missing_ok=True)
+        return self.proc.returncode

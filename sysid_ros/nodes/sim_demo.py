@@ -1,0 +1,295 @@
+"""The closed-loop demo (``sysid demo``): the product's whole graph in simulation, faster than real
+time, then batch solves on the recorded bag.
+
+``mujoco_sim`` (the default robot carrying a payload the controller does not know) ←MotorCommand←
+``trajectory_publisher``; JointState → ``estimator`` (RLS log-det-div on the payload's 10
+parameters) and → ``recorder`` (a rosbag2 MCAP bag). When the excitation is done the bag is
+finalised (``/recorder/stop``) and ``/batch_solve`` is called on it with ``dual_metric`` and
+``pc_iv``. They are the package's node executables run as separate processes with their
+parameter files (``config/*.yaml``) — the graph ``launch/sim_identify.launch.py`` starts on a ROS
+install — talking over DDS on this machine only (loopback, a private domain id); the demo itself
+is one more small node that follows progress and calls the services. The demo then
+scores every estimate against the truth, on a held-out trajectory too, prints the table and
+writes plots and result files to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import SysIdError
+from ..core.model import RobotModel
+from ..core.payload_report import heldout_torque, payload_table, plot_convergence, plot_heldout
+from ..core.simulation import SensorModel
+from ..core.synthetic import Payload, simulate_dataset
+from ..core.target import payload_target
+from ..resources import default_robot_path
+from .processes import NodeProcess
+
+DEFAULT_PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
+
+
+@dataclass
+class DemoOptions:
+    """What the demo runs. Times in simulated seconds; ``real_time_factor`` 0 = flat out."""
+
+    model: str = ""
+    payload: str = DEFAULT_PAYLOAD
+    excitation_time: float = 30.0
+    real_time_factor: float = 2.0
+    state_rate: float = 500.0
+    torque_noise: float = 0.02
+    encoder_resolution: float = 25.0 / 65535  # a Damiao 16-bit position over ±12.5 rad
+    methods: tuple[str, ...] = ("dual_metric", "pc_iv")
+    out: Path = Path("out/demo")
+    seed: int = 0
+    domain_id: int | None = None
+    log: object = field(default=sys.stderr)
+
+
+def _say(opts: DemoOptions, text: str) -> None:
+    print(f"[sysid demo] {text}", file=opts.log, flush=True)
+
+
+def run_demo(opts: DemoOptions) -> dict:
+    """Run the demo; returns the summary document (also written to ``out/summary.json``).
+    Raises :class:`SysIdError` with the reason if a stage fails. Every node process is stopped
+    (SIGINT) on every path; their logs are in ``out/logs``."""
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.pop("ROS_STATIC_PEERS", None)
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    model_path = Path(opts.model).absolute() if opts.model else default_robot_path()
+    model = RobotModel.from_mjcf(model_path)
+    payload = Payload.parse(opts.payload)
+    model.body_id(payload.body)  # a clear error for an unknown body, before anything starts
+    out = Path(opts.out).absolute()
+    bag = out / "bag"
+    if bag.exists():
+        shutil.rmtree(bag)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    domain = opts.domain_id if opts.domain_id is not None else 101 + os.getpid() % 100
+    started = time.perf_counter()
+    physics_rate = 1000.0
+    sim_time = {"use_sim_time": True}
+    specs = {
+        "mujoco_sim": {
+            "model_path": str(model_path), "rate": physics_rate, "real_time_factor": opts.real_time_factor,
+            "publish_every": max(1, round(physics_rate / opts.state_rate)), "payload": opts.payload,
+            "torque_noise": opts.torque_noise, "encoder_resolution": opts.encoder_resolution,
+            "noise_seed": opts.seed},
+        "trajectory_publisher": {
+            **sim_time, "model_path": str(model_path), "excitation_time": opts.excitation_time,
+            "seed": opts.seed, "rate": opts.state_rate, "reliable_input": True},
+        "estimator": {
+            **sim_time, "model_path": str(model_path), "method": "rls_logdet", "target": payload.body,
+            "prior": "uninformative", "sample_rate": opts.state_rate, "alpha": 100.0,
+            "torque_noise": max(opts.torque_noise, 0.01), "reliable_input": True,
+            "output_dir": str(out / "online")},
+        "recorder": {**sim_time, "output": str(bag)},
+        "batch_solver": {"data_root": str(out), "output_root": str(out), "model_path": str(model_path)},
+    }
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    executor = SingleThreadedExecutor(context=context)
+    procs: dict[str, NodeProcess] = {}
+    try:
+        monitor = _Monitor(context)
+        executor.add_node(monitor.node)
+        threading.Thread(target=executor.spin, name="demo_monitor", daemon=True).start()
+        # consumers first, the simulator last: nothing it publishes is missed
+        for name in ("recorder", "estimator", "trajectory_publisher", "batch_solver", "mujoco_sim"):
+            procs[name] = NodeProcess(name, config=name, overrides=specs[name], domain_id=domain,
+                                      log=out / "logs" / f"{name}.log")
+            if name != "mujoco_sim":
+                monitor.wait_for_node(name, procs[name], timeout=30.0)
+        _say(opts, f"running sim + trajectory + online estimator + recorder as ROS 2 processes on "
+                   f"{model_path.name} (payload {opts.payload}; real-time factor "
+                   f"{opts.real_time_factor:g}; ROS domain {domain}; logs in {out / 'logs'})")
+        budget = 60.0 + 20.0 * (opts.excitation_time + 20.0) / max(opts.real_time_factor, 0.5)
+        deadline = time.monotonic() + budget
+        last_print = 0.0
+        while not monitor.done.wait(0.5):
+            for proc in procs.values():
+                proc.check_running()
+            if time.monotonic() > deadline:
+                raise SysIdError(f"the excitation did not finish within {budget:.0f} s")
+            if time.monotonic() - last_print > 3.0:
+                last_print = time.monotonic()
+                _say(opts, f"t = {monitor.sim_time:6.1f} s  {monitor.progress_text()}")
+        _say(opts, f"excitation done after {time.perf_counter() - started:.1f} s wall; "
+                   f"{monitor.progress_text()}")
+        monitor.wait_for_final_estimate(timeout=20.0)
+        bag_path = _call_trigger(monitor, "/recorder/stop", "finalising the bag")
+        _say(opts, f"bag written: {bag_path}")
+        batch = {}
+        for method in opts.methods:
+            _say(opts, f"BatchSolve {method} on the bag ...")
+            batch[method] = _batch_solve(monitor, method, payload.body)
+            _say(opts, f"  {method}: {batch[method]['message']} ({batch[method]['solve_time']:.1f} s)")
+        online = list(monitor.history)
+    finally:
+        failed = {name: code for name, proc in procs.items() if (code := proc.stop()) not in (0, None)}
+        executor.shutdown()
+        rclpy.try_shutdown(context=context)
+    if failed:
+        _say(opts, f"warning: processes exited with {failed} (see {out / 'logs'})")
+    return _report(opts, model, payload, out, online, batch, time.perf_counter() - started)
+
+
+class _Monitor:
+    """A small node of the demo itself: follows the sim clock, the online estimate and the
+    trajectory's ``done``; calls the services."""
+
+    def __init__(self, context) -> None:
+        from rclpy.node import Node
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from rosgraph_msgs.msg import Clock
+        from std_msgs.msg import Bool
+
+        from sysid_ros.msg import ParameterEstimate
+
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.node = Node("sysid_demo", context=context)
+        self.done = threading.Event()
+        self.sim_time = 0.0
+        self.latest = None
+        self.history: list[tuple[float, list[float], float]] = []
+        self.node.create_subscription(Clock, "/clock", self._on_clock, 10)
+        self.node.create_subscription(Bool, "/trajectory_publisher/done", self._on_done, latched)
+        self.node.create_subscription(ParameterEstimate, "/estimator/estimate", self._on_estimate, 10)
+
+    def _on_clock(self, msg) -> None:
+        self.sim_time = msg.clock.sec + 1e-9 * msg.clock.nanosec
+
+    def _on_done(self, msg) -> None:
+        if msg.data:
+            self.done.set()
+
+    def _on_estimate(self, msg) -> None:
+        self.latest = msg
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        self.history.append((t, list(msg.values), msg.divergence_to_truth))
+
+    def wait_for_node(self, name: str, proc: NodeProcess, *, timeout: float) -> None:
+        """Until node ``name`` is in the graph (bounded; its process must stay alive)."""
+        deadline = time.monotonic() + timeout
+        while name not in self.node.get_node_names():
+            proc.check_running()
+            if time.monotonic() > deadline:
+                raise SysIdError(f"node {name} did not come up within {timeout:.0f} s")
+            time.sleep(0.05)
+
+    def wait_for_final_estimate(self, *, timeout: float) -> None:
+        """Until the estimator publishes an estimate that covers the simulated time reached
+        (it works through its queue), bounded by ``timeout`` [s]."""
+        target = self.sim_time - 0.5
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.history and self.history[-1][0] >= target:
+                return
+            time.sleep(0.05)
+
+    def progress_text(self) -> str:
+        m = self.latest
+        if m is None or not m.values:
+            return "no online estimate yet"
+        return (f"online mass {m.values[0]:.3f} kg, divergence to truth {m.divergence_to_truth:.3g}, "
+                f"{m.sample_count} samples")
+
+
+def _wait_future(future, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while not future.done():
+        if time.monotonic() > deadline:
+            raise SysIdError(f"{what}: no answer within {seconds:.0f} s")
+        time.sleep(0.02)
+    return future.result()
+
+
+def _call_trigger(monitor: _Monitor, service: str, what: str) -> str:
+    from std_srvs.srv import Trigger
+
+    client = monitor.node.create_client(Trigger, service)
+    if not client.wait_for_service(timeout_sec=10.0):
+        raise SysIdError(f"{what}: service {service} is not available")
+    answer = _wait_future(client.call_async(Trigger.Request()), 30.0, what)
+    if not answer.success:
+        raise SysIdError(f"{what}: {answer.message}")
+    return answer.message
+
+
+def _batch_solve(monitor: _Monitor, method: str, body: str) -> dict:
+    from sysid_ros.srv import BatchSolve
+
+    client = monitor.node.create_client(BatchSolve, "/batch_solve")
+    if not client.wait_for_service(timeout_sec=10.0):
+        raise SysIdError("service /batch_solve is not available")
+    req = BatchSolve.Request(bag_path="bag", method=method, payload_body=body, output_dir=f"batch_{method}")
+    answer = _wait_future(client.call_async(req), 600.0, f"BatchSolve {method}")
+    if not answer.success:
+        raise SysIdError(f"BatchSolve {method} failed: {answer.message}")
+    est = answer.estimate
+    return {"message": answer.message, "solve_time": answer.solve_time, "values": list(est.values),
+            "names": list(est.names), "consistent": est.physically_consistent,
+            "divergence_to_truth": est.divergence_to_truth, "files": list(answer.output_files)}
+
+
+def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, online: list,
+            batch: dict, elapsed: float) -> dict:
+    """Score, print, plot and write the summary."""
+    truth = payload.params
+    target = payload_target(model, payload.body)
+    if not online:
+        raise SysIdError("the online estimator published nothing")
+    estimates = {"online rls_logdet": online[-1][1], **{m: r["values"] for m, r in batch.items()}}
+    held = simulate_dataset(model, duration=10.0, seed=opts.seed + 1000, payload=payload,
+                            sensor=SensorModel(torque_noise=opts.torque_noise, seed=opts.seed + 1))
+    predicted, rmse = {}, {}
+    _, rmse["true"] = heldout_torque(target, held, truth)
+    for name, phi in estimates.items():
+        predicted[name], rmse[name] = heldout_torque(target, held, phi)
+    table = payload_table(truth, estimates, rmse)
+    print(table)
+    times = np.array([h[0] for h in online])
+    plots = [
+        plot_convergence(out / "convergence.png", times, np.array([h[1] for h in online]), truth,
+                         np.array([h[2] for h in online])),
+        plot_heldout(out / "torque_heldout.png", held.t, held.tau, predicted, held.joint_names),
+    ]
+    from ..core.payload_report import PayloadQuantities
+
+    true_q = PayloadQuantities.of(truth)
+    summary = {
+        "model": str(model.source), "payload": payload.as_dict(),
+        "options": {"excitation_time": opts.excitation_time, "real_time_factor": opts.real_time_factor,
+                    "state_rate": opts.state_rate, "torque_noise": opts.torque_noise,
+                    "encoder_resolution": opts.encoder_resolution, "seed": opts.seed},
+        "estimates": {}, "heldout_rmse": rmse, "wall_time": elapsed,
+        "plots": [str(p) for p in plots], "batch_files": {m: r["files"] for m, r in batch.items()},
+    }
+    for name, phi in estimates.items():
+        q = PayloadQuantities.of(phi)
+        summary["estimates"][name] = {
+            "params": [float(v) for v in phi], "mass": q.mass, "com": q.com.tolist(),
+            "mass_error_percent": 100 * (q.mass - true_q.mass) / true_q.mass,
+            "com_error_mm": 1e3 * float(np.linalg.norm(q.com - true_q.com)),
+        }
+    path = out / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    tmp.replace(path)
+    _say(opts, f"done in {elapsed:.1f} s; results in {out} (summary.json, convergence.png, "
+               "torque_heldout.png, batch_*/, bag/)")
+    return summary
