@@ -48,6 +48,7 @@ class LoopTiming:
         self.overruns = 0
         self.missed = 0
         self.all_periods: list[float] | None = [] if keep_all else None
+        self.all_work: list[float] | None = [] if keep_all else None
 
     def reset(self) -> None:
         self._count = 0
@@ -55,6 +56,7 @@ class LoopTiming:
         self.overruns = self.missed = 0
         if self.all_periods is not None:
             self.all_periods.clear()
+            self.all_work.clear()
 
     def cycle(self, start: float, work: float, period: float, skipped: int) -> None:
         """Record one cycle that began at ``start`` [s, monotonic] and worked ``work`` [s];
@@ -67,6 +69,7 @@ class LoopTiming:
             self._count += 1
             if self.all_periods is not None:
                 self.all_periods.append(dt)
+                self.all_work.append(work)
         self._last_start = start
         if work > period:
             self.overruns += 1
@@ -75,8 +78,7 @@ class LoopTiming:
     def summary(self, *, whole_run: bool = False) -> TimingSummary | None:
         """Figures over the window (``whole_run``: every stored period), ``None`` before two cycles."""
         if whole_run and self.all_periods:
-            periods = np.asarray(self.all_periods)
-            work = self._work[: min(self._count, self.window)]
+            periods, work = np.asarray(self.all_periods), np.asarray(self.all_work)
         else:
             n = min(self._count, self.window)
             if n == 0:
