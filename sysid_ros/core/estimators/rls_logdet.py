@@ -45,18 +45,29 @@ class RLSLogDet:
     """Online estimator of ``p`` parameters; ``blocks``: slices of 10-parameter bodies.
 
     ``alpha``: regularisation strength; ``beta``: weight of the quadratic term for parameters
-    outside the bodies (friction, rotor inertia); ``weight``: scalar or per-row weight W;
+    outside the bodies (friction, rotor inertia; scalar or one per parameter of θ, only the entries
+    outside the bodies used); ``block_weights``: a factor per body on its divergence;
+    ``weight``: scalar or per-row weight W;
     ``forgetting`` λ; ``max_iter``/``tol``: Newton bounds (stop when the Newton decrement λ²/2 is below
     ``tol`` relative to the data term); ``fraction``: of the distance to the boundary a step may go.
     """
 
     def __init__(self, prior: np.ndarray, blocks: Sequence[slice], *, alpha: float = 0.1,
-                 beta: float = 1e-3, weight: float | np.ndarray = 1.0, forgetting: float = 1.0,
-                 max_iter: int = 10, tol: float = 1e-9, fraction: float = 0.99) -> None:
+                 beta: float | np.ndarray = 1e-3, weight: float | np.ndarray = 1.0, forgetting: float = 1.0,
+                 max_iter: int = 10, tol: float = 1e-9, fraction: float = 0.99,
+                 block_weights: Sequence[float] | None = None) -> None:
         prior = np.asarray(prior, dtype=float)
         self.prior = prior.copy()
         self.blocks = tuple(blocks)
-        self.alpha, self.beta, self.weight = float(alpha), float(beta), weight
+        # per-body factor w_b on D_b (default 1): a body known to ~ε relative accuracy has
+        # α·w_b ≈ 1/ε² in units of the weighted data term, D ≈ ½‖J₀^{-½} ΔJ J₀^{-½}‖²_F being
+        # quadratic in the relative error
+        self.block_weights = (np.ones(len(self.blocks)) if block_weights is None
+                              else np.asarray(block_weights, dtype=float).copy())
+        if self.block_weights.shape != (len(self.blocks),) or np.any(self.block_weights <= 0):
+            raise SysIdError(f"block_weights must be {len(self.blocks)} positive numbers")
+        self.alpha, self.weight = float(alpha), weight
+        self.beta = float(beta) if np.ndim(beta) == 0 else np.asarray(beta, dtype=float).copy()
         if not 0.0 < forgetting <= 1.0:
             raise DataError(f"the forgetting factor must be in (0, 1], got {forgetting}")
         self.forgetting = float(forgetting)
@@ -82,7 +93,7 @@ class RLSLogDet:
         if prior is not None:
             self.__init__(prior, self.blocks, alpha=self.alpha, beta=self.beta, weight=self.weight,
                           forgetting=self.forgetting, max_iter=self.max_iter, tol=self.tol,
-                          fraction=self.fraction)
+                          fraction=self.fraction, block_weights=self.block_weights)
             return
         p = self.prior.shape[0]
         self.omega = np.zeros((p, p))
@@ -107,15 +118,33 @@ class RLSLogDet:
         """Gradient and Hessian of α⁻¹·R at θ, with ``l_inv = L⁻¹`` of every body's J."""
         j_inv = np.swapaxes(l_inv, 1, 2) @ l_inv  # J⁻¹ = L⁻ᵀ L⁻¹
         g = np.zeros(theta.shape[0])
-        g[self._body_idx] = self._grad0 - j_inv.reshape(-1, 16) @ _E16.T
+        wb = self.block_weights[:, None]
+        g[self._body_idx] = wb * (self._grad0 - j_inv.reshape(-1, 16) @ _E16.T)
         # H_mn = tr(P E_m P E_n) = vec(E_m)ᵀ (P ⊗ P) vec(E_n)
         kron = (j_inv[:, :, None, :, None] * j_inv[:, None, :, None, :]).reshape(-1, 16, 16)
         h = np.zeros((theta.shape[0], theta.shape[0]))
-        h.reshape(-1)[self._block_flat] = (_E16 @ kron @ _E16.T).reshape(-1)
+        h.reshape(-1)[self._block_flat] = (wb[:, :, None] * (_E16 @ kron @ _E16.T)).reshape(-1)
         if self._rest.size:
-            g[self._rest] = self.beta * (theta[self._rest] - self.prior[self._rest])
-            h[self._rest, self._rest] = self.beta
+            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
+            g[self._rest] = beta * (theta[self._rest] - self.prior[self._rest])
+            h[self._rest, self._rest] = beta
         return g, h
+
+    def _regulariser(self, theta: np.ndarray, chol: np.ndarray) -> float:
+        """α·R(θ) up to a constant: α[Σ_b w_b (tr(J₀⁻¹J_b) − log det J_b) + β/2‖ψ−ψ⁰‖²], with
+        ``chol`` the Cholesky factors of θ's pseudo-inertias."""
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        trace = np.einsum("bn,bn->b", self._grad0, theta[self._body_idx])
+        reg = float(self.block_weights @ (trace - logdet))
+        if self._rest.size:
+            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
+            reg += 0.5 * float(np.sum(beta * (theta[self._rest] - self.prior[self._rest]) ** 2))
+        return self.alpha * reg
+
+    def _objective(self, theta: np.ndarray, chol: np.ndarray) -> float:
+        """J_k(θ) up to a constant (data term ½θᵀΩθ − bᵀθ plus :meth:`_regulariser`)."""
+        data = 0.5 * float(theta @ self.omega @ theta) - float(self.b @ theta)
+        return data + self._regulariser(theta, chol)
 
     def _step_length(self, theta: np.ndarray, delta: np.ndarray, l_inv: np.ndarray) -> float:
         """min(1, fraction·s_max) with s_max the largest s keeping every J(θ + s δ) ⪰ 0."""
@@ -144,10 +173,25 @@ class RLSLogDet:
         self.omega += aw @ a
         self.b += aw @ y
         self.samples += 1
-        theta = self.theta
         chol = self._theta_chol
         if chol is None:  # cannot happen after a successful update; be safe after a reset
             raise SysIdError("the current estimate left the physically consistent set")
+        theta, chol, iterations, decrement, cut, done = self._newton(self.theta, chol)
+        if not done:
+            # Warm starts near the boundary (where earlier data put the minimiser) can need very
+            # many barrier-damped steps once the minimiser has moved inside: the barrier's
+            # Hessian there dwarfs Ω and the steps shrink to nothing. Newton from the prior (well
+            # inside) reaches an interior minimiser in a few steps; keep the better end point.
+            alt = self._newton(self.prior, self._chol(self.prior))
+            iterations += alt[2]
+            if self._objective(alt[0], alt[1]) < self._objective(theta, chol):
+                theta, chol, _, decrement, cut_alt, _ = alt
+                cut |= cut_alt
+        self.theta, self._theta_chol = theta, chol
+        return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
+
+    def _newton(self, theta: np.ndarray, chol: np.ndarray):
+        """Newton iterations from ``theta``: ``(θ, chol, iterations, decrement, cut, converged)``."""
         cut = False
         decrement = np.inf
         iterations = 0
@@ -155,27 +199,36 @@ class RLSLogDet:
             iterations += 1
             l_inv = np.linalg.inv(chol)
             g_r, h_r = self._grad_hess(theta, l_inv)
-            grad = self.omega @ theta - self.b + self.alpha * g_r
+            g_data = self.omega @ theta - self.b
+            grad = g_data + self.alpha * g_r
             hess = self.omega + self.alpha * h_r
             try:
                 delta = -np.linalg.solve(hess, grad)
             except np.linalg.LinAlgError:  # numerically singular: minimum-norm step
                 delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
-            decrement = float(-grad @ delta) / 2.0
+            slope = float(grad @ delta)
+            decrement = -slope / 2.0
+            if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
+                return theta, chol, iterations, decrement, cut, True
             step = self._step_length(theta, delta, l_inv)
             cut |= step < 1.0
-            candidate = theta + step * delta
-            new_chol = self._chol(candidate)
-            while new_chol is None:  # numerical safety: halve until strictly inside
-                step *= 0.5
-                cut = True
+            # backtracking (Armijo) on the objective keeps every step a descent step; the change
+            # of the quadratic data term is computed exactly (no cancellation of large values)
+            lin, quad = float(g_data @ delta), float(delta @ self.omega @ delta)
+            reg0 = self._regulariser(theta, chol)
+            for _ in range(60):
                 candidate = theta + step * delta
                 new_chol = self._chol(candidate)
+                if new_chol is not None:
+                    change = step * lin + 0.5 * step**2 * quad + self._regulariser(candidate, new_chol) - reg0
+                    if change <= 1e-4 * step * slope:
+                        break
+                step *= 0.5
+                cut = True
+            else:  # no decrease along δ (numerically at the minimum): stop here
+                return theta, chol, iterations, decrement, cut, True
             theta, chol = candidate, new_chol
-            if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
-                break
-        self.theta, self._theta_chol = theta, chol
-        return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
+        return theta, chol, iterations, decrement, cut, False
 
     def divergence_to(self, reference: np.ndarray) -> float:
         """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters."""
