@@ -251,3 +251,21 @@ def test_bag_recording_is_atomic(tmp_path, model):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     with pytest.raises(DataError, match="unknown to the bag type store"):
         BagRecording(tmp_path / "other").add_topic("/x", "nonexistent_msgs/msg/Thing")
+
+
+def test_commands_a_robot_would_refuse_are_skipped_when_reading_a_bag(tmp_path, model, caplog):
+    from sysid_ros.core.bag import TopicData, joint_state_message, motor_command_message, write_bag
+
+    names = model.dof_joint_names
+    z = np.zeros(6)
+    states = [(k * 2_000_000, joint_state_message(k * 2_000_000, names, z, z, z)) for k in range(1, 50)]
+    commands = [(k * 2_000_000, motor_command_message(k * 2_000_000, names, z + k, z, z, z + 5, z + 0.5))
+                for k in range(1, 50)]
+    commands[10] = (commands[10][0], motor_command_message(commands[10][0], ["elbow"], [0.0], [0.0], [0.0],
+                                                           [1.0], [0.1]))
+    commands[20] = (commands[20][0], motor_command_message(commands[20][0], names, z + np.nan, z, z, z, z))
+    bag = write_bag(tmp_path / "b", [TopicData("/joint_states", "sensor_msgs/msg/JointState", states),
+                                     TopicData("/motor_command", "sysid_ros/msg/MotorCommand", commands)])
+    data = read_bag(bag)
+    assert len(data.command.t) == 47
+    assert "1 not naming joints" in caplog.text and "1 non-finite targets" in caplog.text

@@ -10,6 +10,7 @@ into ``truth.json`` inside the bag directory (and are named in the bag's custom 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -241,26 +242,40 @@ def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str)
 
 def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[str, ...], t0_ns: int,
                    path: Path, topic: str) -> CommandLog | None:
-    """Commands on the joint states' clock (``t0_ns`` = time of the first joint state)."""
+    """Commands on the joint states' clock (``t0_ns`` = time of the first joint state), matched by
+    joint name. Messages a robot would refuse — not naming every joint, arrays of the wrong
+    length, non-finite targets — are skipped and counted (a warning names how many and why); if
+    no message is usable, :class:`DataError` says why."""
     rows: list[tuple[int, np.ndarray]] = []
-    cols: np.ndarray | None = None
-    for k, (_, ns, raw) in enumerate(reader.messages(connections=[conn])):
+    skipped: dict[str, int] = {}
+    for _, ns, raw in reader.messages(connections=[conn]):
         msg = store.deserialize_cdr(raw, conn.msgtype)
-        if cols is None:
-            missing = [j for j in joint_names if j not in msg.name]
-            if missing:
-                raise DataError(f"{path}:{topic}: commands do not name joints {missing}")
-            cols = np.array([list(msg.name).index(j) for j in joint_names])
-        n = len(msg.name)
+        names = list(msg.name)
+        n = len(names)
+        missing = [j for j in joint_names if j not in names]
+        if missing:
+            skipped[f"not naming joints {missing}"] = skipped.get(f"not naming joints {missing}", 0) + 1
+            continue
+        if not all(len(a) == n for a in (msg.position, msg.velocity, msg.effort)):
+            skipped["arrays of the wrong length"] = skipped.get("arrays of the wrong length", 0) + 1
+            continue
+        cols = np.array([names.index(j) for j in joint_names])
         gains = [np.asarray(g, dtype=float) if len(g) == n else np.full(n, np.nan)
                  for g in (msg.kp, msg.kd)]
         values = np.stack([np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort),
                            *gains])[:, cols]
         if not np.all(np.isfinite(values[:3])):
-            raise DataError(f"{path}:{topic}: non-finite command at sample {k}")
+            skipped["non-finite targets"] = skipped.get("non-finite targets", 0) + 1
+            continue
         rows.append((_stamp_ns(msg, ns), values))
+    if skipped:
+        reasons = ", ".join(f"{count} {why}" for why, count in skipped.items())
+        if not rows:
+            raise DataError(f"{path}:{topic}: no usable command: {reasons}")
+        logging.getLogger(__name__).warning("%s:%s: skipped commands: %s", path, topic, reasons)
     if not rows:
         return None
+    rows.sort(key=lambda r: r[0])
     t = np.array([r[0] for r in rows], dtype=np.int64)
     v = np.stack([r[1] for r in rows])  # (M, 5, n)
     return CommandLog(t=(t - t0_ns) * 1e-9, q_ref=v[:, 0], dq_ref=v[:, 1], tau_ff=v[:, 2],

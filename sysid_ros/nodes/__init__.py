@@ -39,6 +39,11 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     except SysIdError as exc:
         print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
         failed = True
+    except RuntimeError:
+        # SIGINT shuts the context down while the executor may be taking a message; rclpy then
+        # raises from inside the take. That is the normal end, not a failure.
+        if rclpy.ok():
+            raise
     finally:
         executor.shutdown()
         if node is not None:
