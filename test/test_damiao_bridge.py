@@ -260,13 +260,18 @@ class Monitor(can.Listener):
 
 
 class Rig:
-    """Emulated YAM motors, a bus monitor and a bridge on one virtual channel."""
+    """Emulated YAM motors, a bus monitor and a bridge on one virtual channel.
+
+    ``clock="lockstep"`` (default): the emulator's physics advances one control period per command
+    round and the bridge runs on that time base (its replies are awaited up to 50 ms), so a loaded
+    machine slows the run down instead of making replies late; ``"realtime"``: wall-clock physics
+    and time base, as on hardware."""
 
     def __init__(self, config: BridgeConfig, *, bus_off_aware: bool = False, initial_pose="home",
-                 on_sample=None) -> None:
+                 on_sample=None, clock: str = "lockstep") -> None:
         self.config = config
         self.emulator = MotorEmulator(config.joints, channel=config.channel, interface="virtual",
-                                      initial_pose=initial_pose)
+                                      initial_pose=initial_pose, clock=clock, lockstep_period=config.period)
         self.monitor_bus = can.Bus(interface="virtual", channel=config.channel)
         self.monitor = Monitor()
         self.notifier = can.Notifier(self.monitor_bus, [self.monitor], timeout=0.05)
@@ -276,7 +281,8 @@ class Rig:
         self.host_bus = can.Bus(interface="virtual", channel=config.channel)
         bus = self.emulator.host_bus(self.host_bus) if bus_off_aware else self.host_bus
         self.bridge = Bridge(config, bus=bus, on_sample=on_sample or self.samples.append,
-                             on_trip=self.trips.append, on_replay_done=self.done.set)
+                             on_trip=self.trips.append, on_replay_done=self.done.set,
+                             timebase="rounds" if clock == "lockstep" else "wall")
         self.emulator.start()
 
     def close(self) -> None:
@@ -302,8 +308,9 @@ def rig_factory():
         bus_off_aware = kwargs.pop("bus_off_aware", False)
         initial_pose = kwargs.pop("initial_pose", "home")
         on_sample = kwargs.pop("on_sample", None)
+        clock = kwargs.pop("clock", "lockstep")
         rig = Rig(test_config(**kwargs), bus_off_aware=bus_off_aware, initial_pose=initial_pose,
-                  on_sample=on_sample)
+                  on_sample=on_sample, clock=clock)
         rigs.append(rig)
         return rig
 
@@ -376,7 +383,8 @@ def test_handshake_refuses_limits_unlike_the_model(rig_factory, caplog):
 
 
 def test_tracking_and_clamped_frames(rig_factory):
-    rig = rig_factory(command_timeout=30.0)  # single commands, not a stream: no watchdog here
+    # single commands, not a stream: no watchdog here; the hardware's wall-clock time base
+    rig = rig_factory(command_timeout=30.0, clock="realtime")
     cfg = rig.config
     rig.bridge.configure()
     rig.bridge.activate()
@@ -427,7 +435,7 @@ FAULTS = ("over_temperature", "comm_loss", "dropped_replies", "bus_off")
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog):
-    rig = rig_factory(max_missed_replies=10, motor_timeout=0.1, bus_off_aware=fault == "bus_off")
+    rig = rig_factory(max_missed_replies=10, motor_timeout=0.5, bus_off_aware=fault == "bus_off")
     emu = rig.emulator
     rig.bridge.configure()
     rig.bridge.activate()
@@ -470,11 +478,11 @@ def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog)
             assert len(rounds) >= 10
             last_mit = max(k for k, f in enumerate(frames) if is_mit(f))
             assert_disabled_right_after(frames, last_mit - N_JOINTS)
-            if fault == "comm_loss":  # the cut-off motor stops itself: its CAN TIMEOUT (0.1 s) expires
+            if fault == "comm_loss":  # the cut-off motor stops itself: its CAN TIMEOUT (0.5 s) expires
                 assert emu.wait_for(lambda: emu.motor("joint2").state == MotorState.COMM_LOST, WAIT)
                 assert [s for k, s in enumerate(rig.states()) if k != 1] == [MotorState.DISABLED] * 5
             else:
-                assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS)
+                assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS), rig.states()
         else:  # bus-off: nothing can be sent any more; the motors' own TIMEOUT stops them
             assert trip.kind == TripKind.BUS_ERROR
             assert "bus-off" in trip.message and "Likely cause" in trip.message
@@ -521,7 +529,8 @@ def test_exception_in_the_loop_disables_every_motor(rig_factory):
     assert rig.bridge.trip.kind == TripKind.EXCEPTION
     assert "RuntimeError: publisher exploded" in rig.bridge.trip.message
     assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS)
-    assert sum(is_special(f, Special.DISABLE) for f in rig.monitor.frames) >= 2 * N_JOINTS  # start + trip
+    # the monitor reads on its own thread: wait for the disable frames of the start and of the trip
+    assert wait_until(lambda: sum(is_special(f, Special.DISABLE) for f in rig.monitor.frames) >= 2 * N_JOINTS)
 
 
 def test_watchdog_holds_with_damping_then_disables(rig_factory):
@@ -612,7 +621,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from sysid_ros.msg import MotorCommand  # noqa: E402
+from sysid_ros.msg import MotorCommand, ParameterEstimate  # noqa: E402
 
 from sysid_ros.hardware.bridge_config import flatten_parameters  # noqa: E402
 
@@ -671,6 +680,7 @@ def node_parameters(config: BridgeConfig | None = None, **overrides) -> dict:
     return params
 
 
+@pytest.mark.ros
 def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(ros_domain_id):
     """In-process lifecycle node (no autostart), emulated motors on its virtual channel, lifecycle
     transitions requested over the real ChangeState service."""
@@ -749,8 +759,9 @@ def bridge_process(ros_domain_id):
         print(stop_process(proc)[-4000:])  # shown when a test fails
 
 
+@pytest.mark.ros
 def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_process, ros_domain_id):
-    proc = bridge_process("rate:=500.0", "max_missed_replies:=50")
+    proc = bridge_process("rate:=500.0", "max_missed_replies:=50", "motor_timeout:=1.0")
     ros = Listener(ros_domain_id)
     try:
         assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"
@@ -786,3 +797,67 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
     assert "emulator motor states at stop: joint1=0x0, joint2=0x0, joint3=0x0, joint4=0x0, joint5=0x0, " \
            "joint6=0x0" in log
     assert "Traceback" not in log
+
+
+@pytest.fixture
+def excitation_file(tmp_path):
+    """An exported excitation (Fourier period 8 s, 16 s, ramps in and out, nominal feed-forward) at 500 Hz."""
+    from sysid_ros.core.excitation import FourierTrajectory, Limits
+    from sysid_ros.core.excitation_plan import ExcitationPlan
+    from sysid_ros.core.model import RobotModel
+
+    model = RobotModel.from_mjcf(DEFAULT_ROBOT)
+    limits = Limits.of(model)
+    trajectory = FourierTrajectory.random(limits, harmonics=5, period=8.0, seed=0)
+    plan = ExcitationPlan.build(model, trajectory, np.array([0.0, 1.047, 1.047, 0.0, 0.0, 0.0]),
+                                excitation_time=16.0, ramp_time=1.0)
+    return write_trajectory_file(tmp_path / "excitation.csv", plan.sampled(500.0))
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_acceptance_payload_estimate_converges_through_the_hardware_graph(bridge_process, excitation_file,
+                                                                          ros_domain_id):
+    """Bridge replaying an exported excitation on emulated motors carrying an unknown 0.8 kg payload,
+    its joint states over DDS into the estimator node (RLS log-det, payload target, uninformative
+    prior): the estimated payload converges to the emulator's truth."""
+    from std_msgs.msg import Bool
+
+    mass, com = 0.8, np.array([0.02, -0.01, 0.06])
+    bridge = bridge_process("rate:=500.0", "max_missed_replies:=50", "motor_timeout:=1.0",
+                            f"replay_file:={excitation_file}",
+                            "replay_ramp_time:=1.0",
+                            f"emulator_payload:=body=link_6,mass={mass},com={','.join(map(str, com))}")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    estimator = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", "target:=link_6",
+         "-p", "method:=rls_logdet", "-p", "prior:=uninformative", "-p", "sample_rate:=500.0",
+         "-p", "publish_rate:=5.0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ros = Listener(ros_domain_id)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL)
+    estimates, done, truth = [], [], []
+    ros.node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, latched)
+    ros.node.create_subscription(Bool, "/damiao_bridge/replay_done", lambda m: done.append(m.data), latched)
+    ros.node.create_subscription(ParameterEstimate, "/sim/true_parameters", truth.append, latched)
+    try:
+        assert wait_until(lambda: True in done, 120.0), f"the replay did not finish: {done}"
+        count = len(estimates)
+        assert wait_until(lambda: len(estimates) > count + 2, 30.0)  # estimates after the last samples
+        final = estimates[-1]
+        assert final.target == "link_6" and final.names[0] == "payload.m"
+        assert all(e.physically_consistent for e in estimates)
+        assert final.sample_count > 3000
+        assert final.values[0] == pytest.approx(mass, rel=0.05)             # payload mass [kg]
+        np.testing.assert_allclose(np.array(final.values[1:4]) / final.values[0], com, atol=0.015)  # CoM [m]
+        names = dict(zip(truth[-1].names, truth[-1].values, strict=True))  # the emulator publishes the truth
+        assert names["payload.m"] == pytest.approx(mass)
+        assert np.isfinite(final.divergence_to_truth)
+        assert bridge.poll() is None and estimator.poll() is None
+    finally:
+        ros.close()
+        est_log = stop_process(estimator)
+    log = stop_process(bridge)
+    assert bridge.returncode == 0 and estimator.returncode == 0, est_log[-2000:]
+    assert "replay of" in log and "done" in log
+    assert "emulator motor states at stop: joint1=0x0" in log

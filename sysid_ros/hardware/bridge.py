@@ -23,6 +23,12 @@ frames go out in the same cycle the fault is seen, the trip is reported once, th
 only polled (refresh frames at ``diagnostics_rate``) so the joint states and temperatures keep
 coming; after a bus error nothing more is sent. A trip is cleared by deactivate + activate.
 
+Time base: ``"wall"`` (hardware) stamps each cycle with the wall clock and plays a replay file by
+the monotonic clock; ``"rounds"`` counts MIT rounds × period instead — for an emulator in lockstep,
+whose physics advances exactly one period per command round whatever the host's timing, so the
+stamps and the replay stay consistent with the emulated physics (and a reply is awaited up to
+50 ms: on a loaded host the emulator answers late, but its physics waits for the round too).
+
 Threads: the loop runs in its own thread on a monotonic schedule; ``submit_command`` may be called
 from any thread (the latest command wins); ``on_sample``/``on_trip`` callbacks run in the loop
 thread and must be quick.
@@ -37,6 +43,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import can
 import numpy as np
@@ -91,6 +98,7 @@ REGISTER_TIMEOUT = 0.05   # [s] wait for one register reply
 REGISTER_TRIES = 3
 CONFIRM_TIMEOUT = 0.03    # [s] wait for the replies to one round of enable/disable frames
 CONFIRM_TRIES = 4
+LOCKSTEP_REPLY_TIMEOUT = 0.05  # [s] reply deadline with timebase "rounds" (a lockstep emulator)
 
 
 class BridgeError(SysIdError):
@@ -159,8 +167,11 @@ class Bridge:
                  on_trip: Callable[[Trip], None] | None = None,
                  on_replay_done: Callable[[], None] | None = None,
                  logger: logging.Logger | None = None, timing_window: int = 5000,
-                 keep_all_periods: bool = False) -> None:
+                 keep_all_periods: bool = False, timebase: Literal["wall", "rounds"] = "wall") -> None:
+        if timebase not in ("wall", "rounds"):
+            raise BridgeError(f"timebase must be 'wall' or 'rounds', got {timebase!r}")
         self.config = config
+        self.timebase = timebase
         self.log = logger or log
         self._external_bus = bus
         self.on_sample = on_sample
@@ -282,6 +293,8 @@ class Bridge:
         self._stop.clear()
         self.phase = "active"
         self._replay_start = time.monotonic()
+        self._epoch = time.time()
+        self._rounds = 0
         self._thread = threading.Thread(target=self._run, name="damiao_bridge_loop", daemon=True)
         self._thread.start()
         self.log.info("active: %d motors enabled at %s rad, loop at %.0f Hz%s", self.n,
@@ -352,7 +365,7 @@ class Bridge:
     def status(self) -> BridgeStatus:
         replay = ""
         if self._replay is not None:
-            t = time.monotonic() - self._replay_start
+            t = self._control_time(time.monotonic())
             replay = "done" if self._replay.done(t) else f"{t:.1f}/{self._replay.duration:.1f} s"
         with self._lock:
             counters = dict(self.counters)
@@ -552,10 +565,16 @@ class Bridge:
             self.log.error("control loop failed: %s\n%s", text, traceback.format_exc())
             self._trip(Trip(TripKind.EXCEPTION, "", f"exception in the control loop: {text}"))
 
+    def _control_time(self, now: float) -> float:
+        """Seconds since activation: monotonic wall time, or MIT rounds sent × period."""
+        if self.timebase == "rounds":
+            return self._rounds * self.config.period
+        return now - self._replay_start
+
     def _targets(self, now: float) -> JointTargets:
         """The joint-space targets of this cycle (watchdog applied)."""
         if self._replay is not None:
-            t = now - self._replay_start
+            t = self._control_time(now)
             if self._replay.done(t) and not self._replay_reported:
                 self._replay_reported = True
                 self.log.info("replay of %s done (%.1f s); holding the last pose", self.config.replay_file, t)
@@ -577,7 +596,7 @@ class Bridge:
             return self._hold
 
     def _cycle_once(self, start: float) -> None:
-        stamp = time.time()
+        stamp = time.time() if self.timebase == "wall" else self._epoch + self._control_time(start)
         targets = self._targets(start)
         if self._mode == WatchdogMode.DISABLE:
             cfg = self.config
@@ -597,7 +616,11 @@ class Bridge:
                 return
             for i, frame in enumerate(frames):
                 self._send(self._mit_ids[i], frame)
-            replies = self._collect_cycle(start + self.config.reply_deadline * self.config.period)
+            self._rounds += 1
+            wait = self.config.reply_deadline * self.config.period
+            if self.timebase == "rounds":  # virtual time: wait for late replies, they cost no physics
+                wait = max(wait, LOCKSTEP_REPLY_TIMEOUT)
+            replies = self._collect_cycle(start + wait)
         except BusError as exc:
             self._trip(Trip(TripKind.BUS_ERROR, "", str(exc)))
             return

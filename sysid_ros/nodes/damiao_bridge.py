@@ -120,8 +120,10 @@ class DamiaoBridgeNode(LifecycleNode):
             config = self._config()
             if config.emulator:
                 self._start_emulator(config)
+            lockstep = config.emulator and config.emulator_clock == "lockstep"
             self.bridge = Bridge(config, on_sample=self._publish_state, on_trip=self._on_trip,
-                                 on_replay_done=self._on_replay_done, logger=self._log)
+                                 on_replay_done=self._on_replay_done, logger=self._log,
+                                 timebase="rounds" if lockstep else "wall")
             self.bridge.configure()
         except SysIdError as exc:
             self.get_logger().error(f"configure failed: {exc}")
