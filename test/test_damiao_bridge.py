@@ -861,3 +861,35 @@ def test_acceptance_payload_estimate_converges_through_the_hardware_graph(bridge
     assert bridge.returncode == 0 and estimator.returncode == 0, est_log[-2000:]
     assert "replay of" in log and "done" in log
     assert "emulator motor states at stop: joint1=0x0" in log
+
+
+ATEXIT_SCRIPT = """
+import atexit, sys
+from sysid_ros.hardware.bridge import Bridge
+from sysid_ros.hardware.bridge_config import load_bridge_config
+from sysid_ros.hardware.emulator import MotorEmulator
+config = load_bridge_config(sys.argv[1], interface="virtual", channel="atexit", rate=250.0,
+                            max_missed_replies=50, motor_timeout=0.0)
+emulator = MotorEmulator(config.joints, channel="atexit", interface="virtual", clock="lockstep",
+                         lockstep_period=config.period).start()
+# registered first, so it runs after the bridge's own exit handler (atexit is last-in, first-out)
+atexit.register(lambda: print("states at exit:", [int(m.state) for m in emulator.motors], flush=True))
+bridge = Bridge(config, timebase="rounds")
+bridge.configure()
+bridge.activate()
+assert emulator.wait_for(lambda: all(m.frames_received > 50 for m in emulator.motors), 10.0)
+print("enabled:", [int(m.state) for m in emulator.motors], flush=True)
+raise SystemExit("the program ends without a word to the bridge")
+"""
+
+
+def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
+    """Interpreter exit (here an uncaught SystemExit) runs the bridge's atexit handler: every motor
+    is disabled (motor timeout off, so only the bridge can have done it)."""
+    script = tmp_path / "exit_without_shutdown.py"
+    script.write_text(ATEXIT_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), str(CONFIG)], capture_output=True, text=True,
+                         timeout=60)
+    assert "enabled: [1, 1, 1, 1, 1, 1]" in out.stdout, out.stdout + out.stderr
+    assert "states at exit: [0, 0, 0, 0, 0, 0]" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 1 and "the program ends without a word to the bridge" in out.stderr
