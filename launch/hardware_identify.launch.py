@@ -3,6 +3,8 @@
     ros2 launch sysid_ros hardware_identify.launch.py                       # real motors (config's bus)
     ros2 launch sysid_ros hardware_identify.launch.py use_emulator:=true    # no hardware
     ros2 launch sysid_ros hardware_identify.launch.py config:=my_arm_damiao.yaml record:=false
+    ros2 launch sysid_ros hardware_identify.launch.py use_emulator:=true \
+        payload:="body=link_6,mass=0.8,com=0.02,-0.01,0.06" target:=link_6 prior:=uninformative
 
 The graph: trajectory_publisher → /motor_command → damiao_bridge → CAN → motors → damiao_bridge →
 /joint_states → estimator → /estimator/estimate; the recorder writes a rosbag2 bag of the run
@@ -43,40 +45,36 @@ def _all(*conditions) -> IfCondition:
 
 
 def generate_launch_description() -> LaunchDescription:
-    args = [
-        DeclareLaunchArgument("config", default_value=_config("yam_damiao.yaml"),
-                              description="bridge parameters: bus, loop, fail-safe timeouts, joints"),
-        DeclareLaunchArgument("use_emulator", default_value="false",
-                              description="true: emulated motors instead of the real ones"),
-        DeclareLaunchArgument("emulator_node", default_value="false",
-                              description="with use_emulator: the damiao_emulator node on can_interface/"
-                                          "can_channel instead of the bridge's in-process emulator"),
-        DeclareLaunchArgument("can_interface", default_value="socketcan",
-                              description="python-can interface shared by bridge and emulator node"),
-        DeclareLaunchArgument("can_channel", default_value="vcan0",
-                              description="python-can channel shared by bridge and emulator node"),
-        DeclareLaunchArgument("emulator_config", default_value=_config("yam_damiao_emulator.yaml"),
-                              description="damiao_emulator parameters (emulator_node:=true)"),
-        DeclareLaunchArgument("payload", default_value="",
-                              description="emulated payload 'body=link_6,mass=1.0,com=0,0,0.05' ('' = none)"),
-        DeclareLaunchArgument("autostart", default_value="true",
-                              description="configure and activate the bridge at start"),
-        DeclareLaunchArgument("model_path", default_value="",
-                              description="MJCF of the robot ('' = the package's default robot)"),
-        DeclareLaunchArgument("trajectory", default_value="true",
-                              description="run the trajectory publisher (false: command from elsewhere, or "
-                                          "set replay_file in the bridge config)"),
-        DeclareLaunchArgument("trajectory_config", default_value=_config("trajectory_publisher.yaml"),
-                              description="trajectory_publisher parameters"),
-        DeclareLaunchArgument("estimator_config", default_value=_config("estimator.yaml"),
-                              description="estimator parameters (method, target, ...)"),
-        DeclareLaunchArgument("record", default_value="true", description="record a rosbag2 bag of the run"),
-        DeclareLaunchArgument("recorder_config", default_value=_config("recorder.yaml"),
-                              description="recorder parameters (output folder, topics, storage)"),
-    ]
+    args = [DeclareLaunchArgument(name, default_value=default, description=description)
+            for name, default, description in (
+                ("config", _config("yam_damiao.yaml"), "bridge parameters: bus, loop, fail-safe, joints"),
+                ("use_emulator", "false", "true: emulated motors instead of the real ones"),
+                ("emulator_node", "false", "with use_emulator: the damiao_emulator node on can_interface/"
+                                           "can_channel instead of the bridge's in-process emulator"),
+                ("can_interface", "socketcan", "python-can interface shared by bridge and emulator node"),
+                ("can_channel", "vcan0", "python-can channel shared by bridge and emulator node"),
+                ("emulator_config", _config("yam_damiao_emulator.yaml"), "damiao_emulator parameters"),
+                ("payload", "", "emulated payload 'body=link_6,mass=1.0,com=0,0,0.05' ('' = none)"),
+                ("autostart", "true", "configure and activate the bridge at start"),
+                ("rate", "700.0", "[Hz] bridge loop = joint-state rate = estimator sample rate"),
+                ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+                ("trajectory", "true", "run the trajectory publisher (false: replay_file in the bridge "
+                                       "config, or commands from elsewhere)"),
+                ("trajectory_config", _config("trajectory_publisher.yaml"),
+                 "trajectory publisher parameters"),
+                ("excitation_time", "30.0", "[s] of excitation"),
+                ("estimator_config", _config("estimator.yaml"), "estimator parameters"),
+                ("target", "arm", "estimator target: 'arm' or the body carrying an unknown payload"),
+                ("method", "rls_logdet", "rls | rls_logdet | momentum"),
+                ("prior", "nominal", "estimator prior: nominal | uninformative | a result.json"),
+                ("record", "true", "record a rosbag2 bag of the run"),
+                ("recorder_config", _config("recorder.yaml"), "recorder parameters (topics, storage)"),
+                ("bag", "", "bag directory ('' = sysid_bags/run_<time>)"),
+            )]
     model = {"model_path": LaunchConfiguration("model_path")}
     common = dict(package="sysid_ros", output="screen", emulate_tty=True)
-    bridge_base = [LaunchConfiguration("config"), {"autostart": LaunchConfiguration("autostart")}]
+    bridge_base = [LaunchConfiguration("config"), {"autostart": LaunchConfiguration("autostart"),
+                                                   "rate": LaunchConfiguration("rate")}]
     nodes = [
         # real motors: the bus of the config file
         Node(executable="damiao_bridge", name="damiao_bridge", parameters=bridge_base,
@@ -98,11 +96,17 @@ def generate_launch_description() -> LaunchDescription:
                           "payload": LaunchConfiguration("payload")}],
              condition=_all(("use_emulator", "true"), ("emulator_node", "true")), **common),
         Node(executable="trajectory_publisher", name="trajectory_publisher",
-             parameters=[LaunchConfiguration("trajectory_config"), model],
+             parameters=[LaunchConfiguration("trajectory_config"), model,
+                         {"excitation_time": LaunchConfiguration("excitation_time")}],
              condition=IfCondition(LaunchConfiguration("trajectory")), **common),
+        # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
         Node(executable="estimator", name="estimator",
-             parameters=[LaunchConfiguration("estimator_config"), model], **common),
-        Node(executable="recorder", name="recorder", parameters=[LaunchConfiguration("recorder_config")],
+             parameters=[LaunchConfiguration("estimator_config"), model,
+                         {"sample_rate": LaunchConfiguration("rate"), "target": LaunchConfiguration("target"),
+                          "method": LaunchConfiguration("method"), "prior": LaunchConfiguration("prior"),
+                          "reliable_input": True}], **common),
+        Node(executable="recorder", name="recorder",
+             parameters=[LaunchConfiguration("recorder_config"), {"output": LaunchConfiguration("bag")}],
              condition=IfCondition(LaunchConfiguration("record")), **common),
     ]
     return LaunchDescription([*args, *nodes])

@@ -39,7 +39,7 @@ def generate_test_description():
     share = get_package_share_directory("sysid_ros")
     include = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(os.path.join(share, "launch", "hardware_identify.launch.py")),
-        launch_arguments={"use_emulator": "true", "record": "false"}.items())
+        launch_arguments={"use_emulator": "true", "record": "false", "excitation_time": "10.0"}.items())
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
 
 
