@@ -173,6 +173,11 @@ def test_causal_conditioner_starts_without_a_noise_transient():
     parts = [batched.push_batch(t[s], q[s], dq[s], tau[s]) for s in cuts]
     np.testing.assert_allclose(np.concatenate([p[3] for p in parts]), accel, atol=1e-12)
     np.testing.assert_allclose(np.concatenate([p[2] for p in parts]), [o[2] for o in outs], atol=1e-12)
+    settled = CausalConditioner(3, fs, 5.0, settle="auto")
+    assert settled.settle == pytest.approx(1.0 / 5.0, rel=0.3)  # ~1/cutoff for this filter
+    late = settled.push_batch(t, q, dq, tau)
+    assert late[0][0] >= settled.settle and len(late[0]) == k - 1 - round(settled.settle * fs)
+    np.testing.assert_allclose(late[3], accel[-len(late[0]):], atol=1e-12)  # same filter states
 
 
 def test_causal_conditioner_renormalises_a_floating_base_quaternion():
@@ -268,3 +273,43 @@ def test_rls_logdet_block_weights_and_per_parameter_beta():
     assert abs(extra.theta[10]) < 1e-3 and extra.theta[11] == pytest.approx(3.0, rel=1e-3)
     with pytest.raises(SysIdError, match="block_weights"):
         RLSLogDet(prior, [slice(0, 10)], block_weights=[1.0, 2.0])
+
+
+def test_nuisance_links_are_exact_columns_of_force_and_momentum_rows():
+    """With the arm's separable links as unknowns, [payload, nominal links] solves noise-free rows
+    exactly, ground (force) and free-floating (total momentum, h₀ unknown) alike."""
+    from sysid_ros.core.excitation import FourierTrajectory, Limits
+    from sysid_ros.core.online import ConservationRows, ForceRows, Nuisance, separable_links
+    from sysid_ros.core.simulation import simulate_mit
+    from sysid_ros.core.synthetic import floating_base, with_payload
+
+    base = RobotModel.from_mjcf(SHARED_ROBOTS / "panda.xml")
+    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.2**2 / 6)
+    ds = simulate_dataset(base, duration=1.0, seed=2, payload=payload)
+    target = payload_target(base, "hand")
+    links = separable_links(target.model, "hand")
+    assert [target.model.body_name(b) for b in links] == [f"link{i}" for i in range(1, 7)]
+    nuisance = Nuisance(links)
+    prior, blocks, weights = nuisance.setup(target, alpha=10.0)
+    assert prior.shape == (70,) and len(blocks) == 7 and weights[1] == pytest.approx(1 / (10 * 0.025**2))
+    theta = np.concatenate((payload.params, prior[10:]))
+    force = ForceRows(target, nuisance=nuisance)
+    for a, y in force.push_batch(ds.t, ds.q, ds.dq, ds.meta["ddq_true"], ds.tau):
+        np.testing.assert_allclose(a @ theta, y, atol=1e-6 * max(1.0, np.abs(y).max()))
+
+    robot = floating_base(base)
+    rec = simulate_mit(robot, FourierTrajectory.random(Limits.of(robot), seed=2), 1.0,
+                       truth=with_payload(robot, payload), integrator="rk4")
+    target = payload_target(robot, "hand")
+    nuisance = Nuisance(separable_links(target.model, "hand"))
+    assert len(nuisance.bodies) == 6  # the floating base stays known
+    rows = ConservationRows(target, unknown_initial=True, nuisance=nuisance).push_batch(
+        rec.t, rec.q, rec.dq, None, None)
+    prior, _, _ = nuisance.setup(target, alpha=10.0, extra=6)
+    a0, y0 = rows[0]
+    rest = y0 - a0[:, :10] @ payload.params - a0[:, 16:] @ prior[16:]
+    h0 = np.linalg.lstsq(a0[:, 10:16], rest, rcond=None)[0]
+    theta = np.concatenate((payload.params, h0, prior[16:]))
+    for a, y in rows:
+        assert a.shape == (6, 76)
+        np.testing.assert_allclose(a @ theta, y, atol=1e-6)

@@ -26,7 +26,8 @@ import scipy.signal
 from .errors import DataError, SysIdError
 from .estimators.rls import RecursiveLeastSquares
 from .estimators.rls_logdet import RLSLogDet
-from .regressor import momentum_regressors, world_momentum_regressor
+from .model import RobotModel
+from .regressor import momentum_regressors, torque_regressor, world_momentum_regressor
 from .target import Target
 
 Regression = Literal["force", "momentum", "conservation"]
@@ -40,12 +41,23 @@ class CausalFilter:
         if not 0 < cutoff < 0.5 * fs:
             raise DataError(f"cut-off {cutoff} Hz must be in (0, {0.5 * fs}) Hz at {fs} Hz")
         self.sos = scipy.signal.butter(order, cutoff, fs=fs, output="sos")
+        self.cutoff = cutoff
         self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (sections, 2)
         self.zi: np.ndarray | None = None
         self.channels = channels
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.block(np.asarray(x, dtype=float)[None, :])[0]
+
+    def settling_time(self, fs: float, level: float = 0.01) -> float:
+        """[s] after which the impulse response stays below ``level`` of its peak: how long a
+        start-up transient lasts (≈ 1/cutoff for the 2nd-order Butterworth)."""
+        n = int(fs * 50.0 / max(self.cutoff, 1e-9)) + 16
+        impulse = np.zeros(n)
+        impulse[0] = 1.0
+        h = np.abs(scipy.signal.sosfilt(self.sos, impulse))
+        above = np.flatnonzero(h >= level * h.max())
+        return float(above[-1] + 1) / fs
 
     def block(self, x: np.ndarray) -> np.ndarray:
         """Filter ``K`` consecutive samples ``(K, channels)`` in one call."""
@@ -72,11 +84,15 @@ class CausalConditioner:
     free-floating base whose ``q`` holds a position and a unit quaternion; ``quaternions``: the
     start indices in ``q`` of unit quaternions, re-normalised after filtering (these need measured
     velocities: a quaternion has no difference quotient in ``q̇``'s coordinates).
+    ``settle`` [s]: samples earlier than this after the first are withheld (``None``): the filters
+    start at rest on the first values, so the acceleration starts at 0 while the torque already
+    holds ``M q̈₀``; ``"auto"`` withholds the filter's :meth:`CausalFilter.settling_time`.
     Non-increasing times raise :class:`DataError` (the caller rejects the sample and goes on).
     """
 
     def __init__(self, n: int, fs: float, cutoff: float, *, use_measured_velocity: bool = True,
-                 nq: int | None = None, quaternions: tuple[int, ...] = ()) -> None:
+                 nq: int | None = None, quaternions: tuple[int, ...] = (),
+                 settle: float | str = 0.0) -> None:
         self.n = n
         self.nq = n if nq is None else int(nq)
         self.quaternions = tuple(int(i) for i in quaternions)
@@ -89,6 +105,8 @@ class CausalConditioner:
         self._f_v = CausalFilter(fs, cutoff, n)
         self._f_t = CausalFilter(fs, cutoff, n)
         self._last: tuple | None = None  # (t, q, v, tau, filtered v) of the held-back sample
+        self.settle = self._f_v.settling_time(fs) if settle == "auto" else float(settle)
+        self._t_first: float | None = None
 
     def _positions(self, q: np.ndarray) -> np.ndarray:
         """Filtered positions ``(K, nq)`` with unit quaternions re-normalised."""
@@ -115,11 +133,14 @@ class CausalConditioner:
             v = None
         fv = None if v is None else self._f_v(v)
         self._last = (t, q, v, tau, fv)
+        if self._t_first is None:
+            self._t_first = t
         if last is None or last[4] is None:
             return None
         t0, q0, _, tau0, fv0 = last
         a = (fv - fv0) / (t - t0)  # the acceleration of sample k−1
-        return t0, self._positions(q0[None])[0], fv0, a, self._f_t(tau0)
+        out = t0, self._positions(q0[None])[0], fv0, a, self._f_t(tau0)
+        return out if t0 >= self._t_first + self.settle else None
 
     def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
                    ) -> tuple[np.ndarray, ...]:
@@ -133,6 +154,8 @@ class CausalConditioner:
         last = self._last
         if np.any(np.diff(t) <= 0) or (last is not None and t[0] <= last[0]):
             raise DataError("sample times in a batch must increase")
+        if self._t_first is None and len(t):
+            self._t_first = float(t[0])
         measured = dq is not None and self.use_measured_velocity
         # prepend the held-back sample so that differences span the batch boundary
         t_all = t if last is None else np.concatenate(([last[0]], t))
@@ -157,32 +180,92 @@ class CausalConditioner:
         valid = np.isfinite(fv_all[:, 0])
         self._last = (t_all[-1], q_all[-1], v_new[-1] if valid[-1] else None, tau_all[-1],
                       fv_all[-1] if valid[-1] else None)
-        keep = valid[:-1] & valid[1:]
-        if not keep.any():
+        sel = np.flatnonzero(valid[:-1] & valid[1:])
+        if sel.size:  # the filters see every complete sample, withheld ones included
+            a = (fv_all[sel + 1] - fv_all[sel]) / (t_all[sel + 1] - t_all[sel])[:, None]
+            q_f, tau_f = self._positions(q_all[sel]), self._f_t.block(tau_all[sel])
+            settled = t_all[sel] >= self._t_first + self.settle
+            sel, a, q_f, tau_f = sel[settled], a[settled], q_f[settled], tau_f[settled]
+        if not sel.size:
             empty_q, empty = np.zeros((0, self.nq)), np.zeros((0, self.n))
             return np.zeros(0), empty_q, empty, empty, empty
-        sel = np.flatnonzero(keep)
-        a = (fv_all[sel + 1] - fv_all[sel]) / (t_all[sel + 1] - t_all[sel])[:, None]
-        return (t_all[sel], self._positions(q_all[sel]), fv_all[sel], a, self._f_t.block(tau_all[sel]))
+        return t_all[sel], q_f, fv_all[sel], a, tau_f
+
+
+def separable_links(model: RobotModel, body: int | str) -> tuple[int, ...]:
+    """Moving bodies of ``model`` a payload on ``body`` can be told apart from: every identified
+    body except free-floating bases and the bodies welded to ``body`` (same supporting dofs,
+    hence the same columns as the payload up to a change of frame)."""
+    from .kinematics import TreeTopology
+
+    bid = model.body_id(body) if isinstance(body, str) else int(body)
+    mask = model.derived("topology", lambda: TreeTopology.of(model)).body_dof_mask
+    free = {j.body for j in model.joints if j.type == "free"}
+    return tuple(b for b in model.param_bodies
+                 if b not in free and mask[b - 1].any() and not np.array_equal(mask[b - 1], mask[bid - 1]))
+
+
+@dataclass(frozen=True)
+class Nuisance:
+    """Arm bodies estimated alongside a payload (their model error would otherwise bias it).
+
+    Their columns follow the payload's (and any extra unknowns) in the rows; :meth:`setup` gives
+    the RLS log-det prior, blocks and per-body weights: the nominal values, each body's divergence
+    weighted so that ``α·w = 1/accuracy²`` (the log-det divergence is ≈ ½‖relative error‖², so
+    this is a prior of ``accuracy`` relative standard deviation, e.g. 0.025 for a CAD model good
+    to 2.5 %), the payload's weight 1.
+    """
+
+    bodies: tuple[int, ...]
+    accuracy: float = 0.025
+
+    def columns(self, model: RobotModel) -> np.ndarray:
+        """Their columns in the model's parameter vector."""
+        return np.concatenate([np.arange(model.body_slice(b).start, model.body_slice(b).stop)
+                               for b in self.bodies]) if self.bodies else np.zeros(0, dtype=int)
+
+    def setup(self, target: Target, alpha: float, extra: int = 0
+              ) -> tuple[np.ndarray, list[slice], np.ndarray]:
+        """``(prior, blocks, block_weights)`` for θ = [payload 10, ``extra`` zeros, bodies 10 each]."""
+        model = target.model
+        start = 10 + extra
+        prior = np.concatenate((target.prior, np.zeros(extra), model.nominal[self.columns(model)]))
+        n = len(self.bodies)
+        blocks = [slice(0, 10)] + [slice(start + 10 * i, start + 10 * (i + 1)) for i in range(n)]
+        weights = np.r_[1.0, np.full(n, 1.0 / (alpha * self.accuracy**2))]
+        return prior, blocks, weights
 
 
 class ForceRows:
-    """Inverse-dynamics rows ``A = Y(q, q̇, q̈)``, ``y = τ − τ_known`` of a target."""
+    """Inverse-dynamics rows ``A = Y(q, q̇, q̈)``, ``y = τ − τ_known`` of a target; with
+    ``nuisance`` (payload targets), those bodies' columns are appended and their nominal torque
+    leaves ``τ_known``."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, *, nuisance: Nuisance | None = None) -> None:
+        if nuisance is not None and target.kind != "payload":
+            raise SysIdError("nuisance bodies go with a payload target")
         self.target = target
+        self.nuisance = nuisance
 
     def restart(self) -> None:
         """Nothing to restart: every row stands alone."""
 
-    def push(self, t, q, dq, ddq, tau):
+    def _rows(self, q, dq, ddq, tau):
         y, known = self.target.regressor(q, dq, ddq)
-        return y, tau - known
+        if self.nuisance is not None and self.nuisance.bodies:
+            model = self.target.model
+            cols = self.nuisance.columns(model)
+            full = torque_regressor(model, q, dq, ddq)[..., cols]
+            known = known - full @ model.nominal[cols]
+            y = np.concatenate((y, full), axis=-1)
+        return y, np.asarray(tau) - known
+
+    def push(self, t, q, dq, ddq, tau):
+        return self._rows(q, dq, ddq, tau)
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples at once (one batched regressor call)."""
-        y, known = self.target.regressor(q, dq, ddq)
-        rhs = np.asarray(tau) - known
+        y, rhs = self._rows(q, dq, ddq, tau)
         return [(y[k], rhs[k]) for k in range(len(t))]
 
 
@@ -272,43 +355,53 @@ class ConservationRows:
     every later row; as unknowns they are estimated from all samples instead.
     """
 
-    def __init__(self, target: Target, *, linear_weight: float = 1.0, unknown_initial: bool = False) -> None:
+    def __init__(self, target: Target, *, linear_weight: float = 1.0, unknown_initial: bool = False,
+                 nuisance: Nuisance | None = None) -> None:
         if target.kind != "payload":
             raise SysIdError("conservation rows identify one payload on a known floating robot")
         self.target = target
         self.weight = np.array([linear_weight] * 3 + [1.0] * 3)
         self.unknown_initial = unknown_initial
+        self.nuisance = nuisance
         self._ref: tuple[np.ndarray, np.ndarray] | None = None
 
     def restart(self) -> None:
         """Take a new reference at the next sample."""
         self._ref = None
 
-    def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray]:
-        """The target's momentum regressor and the known robot's momentum (one or many samples)."""
+    def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The target's momentum regressor, the known robot's momentum and the nuisance bodies'
+        momentum regressor (or None), for one or many samples."""
         model = self.target.model
         a_t = world_momentum_regressor(model, self.target.body, q, dq)
+        bodies = () if self.nuisance is None else self.nuisance.bodies
         h_robot = sum(world_momentum_regressor(model, b, q, dq) @ model.nominal[model.body_slice(b)]
-                      for b in model.param_bodies)
-        return a_t, h_robot
+                      for b in model.param_bodies if b not in bodies)
+        extra = (np.concatenate([world_momentum_regressor(model, b, q, dq) for b in bodies], axis=-1)
+                 if bodies else None)
+        return a_t, h_robot, extra
 
     def push(self, t, q, dq, ddq, tau):
         return self._step(*self._terms(q, dq))
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples (batched regressors, then the differences in order)."""
-        a_t, h_robot = self._terms(np.asarray(q), np.asarray(dq))
-        return [self._step(a_t[k], h_robot[k]) for k in range(len(t))]
+        a_t, h_robot, extra = self._terms(np.asarray(q), np.asarray(dq))
+        return [self._step(a_t[k], h_robot[k], None if extra is None else extra[k]) for k in range(len(t))]
 
-    def _step(self, a_t: np.ndarray, h_robot: np.ndarray):
+    def _step(self, a_t: np.ndarray, h_robot: np.ndarray, extra: np.ndarray | None = None):
         if self.unknown_initial:
-            return np.hstack((a_t, -np.eye(6))) * self.weight[:, None], -h_robot * self.weight
+            cols = [a_t, -np.eye(6)] + ([] if extra is None else [extra])
+            return np.hstack(cols) * self.weight[:, None], -h_robot * self.weight
+        if extra is not None:
+            a_t = np.hstack((a_t, extra))
         if self._ref is None:
             self._ref = (a_t, h_robot)
             return None
         a = (a_t - self._ref[0]) * self.weight[:, None]
         y = -(h_robot - self._ref[1]) * self.weight
         return a, y
+
 
 
 class RowFilter:

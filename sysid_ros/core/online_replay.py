@@ -62,8 +62,9 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
     ds = dataset.for_model(target.model)
     fs = ds.sample_rate
     est = make_estimator(target, options, sample_period=1.0 / fs, truth=truth)
+    # rows start once the filters' start-up transient is over (≈ 1/cutoff)
     cond = CausalConditioner(len(ds.joint_names), fs, min(options.cutoff, 0.45 * fs),
-                             use_measured_velocity=ds.has_velocity)
+                             use_measured_velocity=ds.has_velocity, settle="auto")
     pending: list[tuple] = []
     say = progress or (lambda msg: log.info("%s", msg))
     tenth = max(1, len(ds) // 10)
