@@ -106,6 +106,9 @@ def test_config_errors_say_what_was_expected(tmp_path):
                                       "joints.master_ids": [2, 18]})
     with pytest.raises(ConfigError, match="unknown motor model 'DM9999'"):
         BridgeConfig.from_parameters({**params, "joints.motors": ["DM4310", "DM9999"]})
+    assert load_bridge_config(CONFIG, rate=500, max_missed_replies=3.0).rate == 500.0  # YAML ints are fine
+    with pytest.raises(ConfigError, match=r"max_missed_replies: expected an integer, got 2.5"):
+        load_bridge_config(CONFIG, max_missed_replies=2.5)
     bad = tmp_path / "bad.yaml"
     bad.write_text("other_node:\n  ros__parameters: {}\n")
     with pytest.raises(ConfigError, match="no 'damiao_bridge: ros__parameters:' section"):
@@ -739,6 +742,31 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
         emulator.stop()
 
 
+@pytest.mark.ros
+def test_node_refuses_a_bad_configuration_and_stays_up(ros_domain_id):
+    from lifecycle_msgs.msg import State
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    from sysid_ros.nodes.damiao_bridge import DamiaoBridgeNode
+
+    params = node_parameters(interface="virtual", channel=f"bad-{uuid.uuid4().hex[:8]}", rate=500)
+    params["joints.can_ids"] = [1, 2, 3]  # six joints
+    ros = Listener(ros_domain_id)
+    node = DamiaoBridgeNode(context=ros.context,
+                            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    ros.add(node)
+    get_state = ros.node.create_client(GetState, "/damiao_bridge/get_state")
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        state = ros.call(get_state, GetState.Request()).current_state
+        assert state.id == State.PRIMARY_STATE_UNCONFIGURED  # still up, can be configured again
+        assert node.bridge is None and node.emulator is None
+    finally:
+        ros.executor.remove_node(node)
+        node.destroy_node()
+        ros.close()
+
+
 @pytest.fixture
 def bridge_process(ros_domain_id):
     procs = []
@@ -761,7 +789,7 @@ def bridge_process(ros_domain_id):
 
 @pytest.mark.ros
 def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_process, ros_domain_id):
-    proc = bridge_process("rate:=500.0", "max_missed_replies:=50", "motor_timeout:=1.0")
+    proc = bridge_process("rate:=500", "max_missed_replies:=50", "motor_timeout:=1.0")  # an int rate
     ros = Listener(ros_domain_id)
     try:
         assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"

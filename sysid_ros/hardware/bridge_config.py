@@ -214,9 +214,10 @@ class BridgeConfig:
                 raise ConfigError(f"joints.{suffix} has {len(values)} entries, expected {n} (one per joint "
                                   f"{names})")
             try:
-                columns[suffix] = [kind(v) for v in values]
+                columns[suffix] = [_convert(kind, v) for v in values]
             except (TypeError, ValueError):
-                raise ConfigError(f"joints.{suffix} must hold {kind.__name__} values, got {values}") from None
+                raise ConfigError(f"joints.{suffix}: expected {_KIND_TEXT[kind]} per joint, "
+                                  f"got {values}") from None
         field_of = {"names": "name", "motors": "motor", "can_ids": "can_id", "master_ids": "master_id",
                     "directions": "direction", "position_offsets": "position_offset",
                     "gear_ratios": "gear_ratio", "velocity_limits": "velocity_limit",
@@ -228,9 +229,9 @@ class BridgeConfig:
             value = params.get(name, default)
             try:
                 scalars[name] = (_as_bool(name, value) if isinstance(default, bool)
-                                 else type(default)(value))
+                                 else _convert(type(default), value))
             except (TypeError, ValueError):
-                raise ConfigError(f"{name} must be a {type(default).__name__}, got {value!r}") from None
+                raise ConfigError(f"{name}: expected {_KIND_TEXT[type(default)]}, got {value!r}") from None
         return cls(joints=joints, **scalars)
 
     def replace(self, **changes: Any) -> BridgeConfig:
@@ -238,6 +239,25 @@ class BridgeConfig:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return BridgeConfig(**values)
+
+
+_KIND_TEXT = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+
+
+def _convert(kind: type, value: Any) -> Any:
+    """``value`` as ``kind`` (str, int, float); an int must be a whole number, bools are refused
+    as numbers (ValueError/TypeError otherwise)."""
+    if kind is str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    if kind is int:
+        if float(value) != int(value):
+            raise ValueError(f"expected a whole number, got {value!r}")
+        return int(value)
+    return float(value)
 
 
 def _as_bool(name: str, value: Any) -> bool:

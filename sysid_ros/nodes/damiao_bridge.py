@@ -45,8 +45,6 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: reliable keep-last publisher: serves best-effort (sensor-data) and reliable subscribers alike
 STATES = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-ARRAY_TYPES = {str: Parameter.Type.STRING_ARRAY, int: Parameter.Type.INTEGER_ARRAY,
-               float: Parameter.Type.DOUBLE_ARRAY}
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
 SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
 
@@ -56,11 +54,19 @@ class DamiaoBridgeNode(LifecycleNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
+        # numbers may come as integers or floats from a YAML file (rate: 500, gear_ratios: [1, 1]):
+        # dynamically typed here, converted and checked in one place (BridgeConfig.from_parameters)
         for name, default, description in BUS_PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+            numeric = isinstance(default, int | float) and not isinstance(default, bool)
+            self.declare_parameter(name, default, ParameterDescriptor(description=description,
+                                                                      dynamic_typing=numeric))
         for suffix, kind, description in JOINT_PARAMETERS:
-            self.declare_parameter(f"joints.{suffix}", ARRAY_TYPES[kind],
-                                   ParameterDescriptor(description=description))
+            if kind is str:
+                self.declare_parameter(f"joints.{suffix}", Parameter.Type.STRING_ARRAY,
+                                       ParameterDescriptor(description=description))
+            else:
+                self.declare_parameter(f"joints.{suffix}", None,
+                                       ParameterDescriptor(description=description, dynamic_typing=True))
         self.bridge: Bridge | None = None
         self.emulator = None
         self._warned: dict[str, float] = {}
@@ -80,6 +86,7 @@ class DamiaoBridgeNode(LifecycleNode):
 
     # ------------------------------------------------------------------------------ set-up
     def _config(self) -> BridgeConfig:
+        """One snapshot of the parameters, validated (ConfigError says what is wrong)."""
         params = {name: self.get_parameter(name).value for name, _, _ in BUS_PARAMETERS}
         for suffix, _, _ in JOINT_PARAMETERS:
             value = self.get_parameter(f"joints.{suffix}").value
