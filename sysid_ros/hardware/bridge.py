@@ -211,6 +211,10 @@ class Bridge:
         self._atexit = False
         self._disabled = False  # every motor confirmed disabled since the last enable
         self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor (tests)
+        self._mit_limits: list[MitLimits] = []   # per motor, from its registers (configure)
+        self._ranges: list[np.ndarray] = []      # pmax, vmax, tmax, kp_max, kd_max, each (n,)
+        self._epoch = 0.0                         # wall time of activation [s]
+        self._rounds = 0                          # MIT rounds sent since activation
 
     # ------------------------------------------------------------------------- life cycle
     def configure(self) -> None:
@@ -225,7 +229,6 @@ class Bridge:
             self._atexit = True
         try:
             self._send_special_all(Special.DISABLE)  # never start with a motor left enabled
-            time.sleep(0)  # let replies arrive before draining
             self._collect_states(CONFIRM_TIMEOUT)
             self.transport.drain()
             for i in range(self.n):
