@@ -1,7 +1,9 @@
 """The ``sysid`` command line.
 
     sysid inspect MODEL.xml [--json]
-    sysid demo [--model MODEL.xml] [--duration S] [--seed N] [--out DIR] [--json]
+    sysid demo [--model MODEL.xml] [--payload SPEC] [--duration S] [--real-time-factor F] [--out DIR]
+    sysid pipeline [--model MODEL.xml] [--duration S] [--seed N] [--out DIR] [--json]
+    sysid trajectory MODEL.xml --export FILE [--optimize] [--duration S] [--rate HZ] [--start Q,..]
     sysid simulate MODEL.xml --out BAG [--duration S] [--seed N] [--noise torque=..,position=..]
                    [--encoder-resolution RAD] [--payload body=NAME,mass=KG,com=X,Y,Z[,inertia=..]]
                    [--rate HZ] [--storage mcap|sqlite3]
