@@ -765,9 +765,9 @@ class Bridge:
 
 
 def _sleep_until(deadline: float) -> None:
-    """Sleep to within ~0.1 ms of ``deadline`` [s, monotonic], then yield until it."""
+    """Sleep until ``deadline`` [s, monotonic]. No busy wait: the kernel wakes the thread some
+    50 us late (timer slack), and a spinning thread would take the GIL from the others (emulator,
+    executor) exactly when they have work."""
     remaining = deadline - time.monotonic()
-    if remaining > 2e-4:
-        time.sleep(remaining - 1e-4)
-    while time.monotonic() < deadline:
-        time.sleep(0)
+    if remaining > 0:
+        time.sleep(remaining)
