@@ -53,6 +53,7 @@ from sysid_ros.hardware.safety import (
     explain_bus_error,
     parse_command,
 )
+from sysid_ros.hardware.transport import BusError
 
 CONFIG = ROOT / "config" / "yam_damiao.yaml"
 RATE = 250.0  # [Hz] in-process tests on a shared, loaded machine (1 kHz is the benchmark's business)
@@ -369,6 +370,21 @@ def test_handshake_frames_and_registers(rig_factory):
     assert all(is_special(f, Special.DISABLE) for f in frames[:1])
     assert not any(is_special(f, Special.ENABLE) for f in frames)
     assert [m.limits for m in rig.bridge.motors][:1] == [DM4340]
+
+
+def test_configure_explains_silent_motors_and_a_dead_bus(rig_factory):
+    rig = rig_factory()
+    rig.emulator.inject_comm_loss("joint4")  # one motor does not answer at all
+    with pytest.raises(HandshakeError, match=r"joint4 \(motor DM4310, CAN ID 0x04, master ID 0x14\) does not "
+                                             r"answer a register read of PMAX after 3 tries: is it powered"):
+        rig.bridge.configure()
+    rig.emulator.restore_comm("joint4")
+    dead = rig_factory(bus_off_aware=True)
+    dead.emulator.inject_bus_off()  # nobody acknowledges: SocketCAN's ENOBUFS on send
+    with pytest.raises(BusError, match=r"Errno 105.*Likely cause: no device acknowledges the frames \(ENOBUFS"
+                                       r", errno 105\): the motors are unpowered, the bitrate is wrong"):
+        dead.bridge.configure()
+    assert dead.bridge.phase == "unconfigured"
 
 
 def test_handshake_refuses_limits_unlike_the_model(rig_factory, caplog):
