@@ -8,6 +8,11 @@
   MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``/joint_states``;
 * deactivate / cleanup / shutdown / errors / SIGINT / exit: disable every motor and confirm.
 
+``/joint_states`` is joint space (direction, offset, gear ratio applied; effort = measured torque),
+stamped with the wall clock at the start of each cycle; a motor that did not reply in time has NaN
+in that cycle. With the emulator in ``lockstep`` (default) the emulated physics advances one period
+per command round, so the stamps are activation time + rounds × period (emulated time).
+
 ``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: per motor the state
 code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
 overruns; the trip reason after a fault. ``~/replay_done`` (std_msgs/Bool, latched) says when a
