@@ -219,6 +219,14 @@ def test_bus_errors_are_explained():
     assert "sudo ip link set can0 up type can bitrate 1000000" in down
     assert "bus-off" in explain_bus_error(can.CanOperationError("error frame: bus-off (id 0x40)"),
                                           interface="pcan", channel="PCAN_USBBUS1", bitrate=1000000)
+    no_socketcan = OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
+    assert "this system has no SocketCAN" in explain_bus_error(no_socketcan, interface="socketcan",
+                                                               channel="can0", bitrate=1000000)
+    # a real open through python-can (the package's damiao_usb interface) of a missing adapter
+    from sysid_ros.hardware.transport import open_bus
+
+    with pytest.raises(BusError, match=r"Likely cause: there is no device '/dev/ttyNOPE0': adapter unplug"):
+        open_bus(load_bridge_config(CONFIG, interface="damiao_usb", channel="/dev/ttyNOPE0"))
 
 
 def test_replay_ramps_from_the_measured_pose(tmp_path):

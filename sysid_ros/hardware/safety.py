@@ -227,6 +227,9 @@ class Trip:
 _ENOBUFS = getattr(errno, "ENOBUFS", 105)
 _ENETDOWN = getattr(errno, "ENETDOWN", 100)
 _ENODEV = getattr(errno, "ENODEV", 19)
+_ENOENT = getattr(errno, "ENOENT", 2)
+_EACCES = getattr(errno, "EACCES", 13)
+_EAFNOSUPPORT = getattr(errno, "EAFNOSUPPORT", 97)
 
 
 def bus_error_code(exc: BaseException) -> int | None:
@@ -246,7 +249,7 @@ def bus_error_code(exc: BaseException) -> int | None:
 def explain_bus_error(exc: BaseException, *, interface: str, channel: str, bitrate: int) -> str:
     """One message for a person: what failed and the likely causes, without a traceback."""
     code = bus_error_code(exc)
-    text = str(exc).strip() or type(exc).__name__
+    text = (str(exc).strip() or type(exc).__name__).rstrip(".")
     lowered = text.lower()
     where = f"CAN bus {interface}:{channel} at {bitrate} bit/s"
     if code == _ENOBUFS or "no buffer space" in lowered:
@@ -260,6 +263,14 @@ def explain_bus_error(exc: BaseException, *, interface: str, channel: str, bitra
                  f"bitrate {bitrate}`")
     elif code == _ENODEV or "no such device" in lowered:
         cause = f"there is no CAN device {channel!r}: adapter unplugged or wrong channel name"
+    elif code == _ENOENT or "no such file" in lowered:
+        cause = f"there is no device {channel!r}: adapter unplugged or wrong device path"
+    elif code == _EACCES or "permission denied" in lowered:
+        cause = f"no permission to open {channel!r} (e.g. add the user to the dialout group)"
+    elif code == _EAFNOSUPPORT or "address family not supported" in lowered:
+        cause = "this system has no SocketCAN (Linux with the can and can_raw kernel modules)"
+    elif "library" in lowered or "not installed" in lowered or isinstance(exc, ImportError):
+        cause = f"the driver of the {interface!r} interface is not installed"
     else:
         cause = ("check that the motors are powered, the bitrate matches theirs and the bus is "
                  "terminated (120 Ω at both ends)")
