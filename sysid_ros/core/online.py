@@ -2,15 +2,15 @@
 
 Nothing here looks ahead: every sample is processed when it arrives, as on a live robot.
 
-* :class:`CausalConditioner` — the same causal Butterworth low-pass on positions, velocities
-  (measured, or backward differences), accelerations (backward differences of the velocity) and
-  torques, so that all signals share one delay;
+* :class:`CausalConditioner` — the same causal Butterworth low-pass on positions (floating-base
+  quaternions re-normalised), velocities (measured, or backward differences) and torques, so that
+  all signals share one delay; accelerations are differences of the filtered velocity;
 * row builders, each ``push(t, q, dq, ddq, tau) -> (A, y) | None``:
   :class:`ForceRows` (inverse dynamics, needs accelerations),
   :class:`MomentumRows` (fixed base: generalised momentum over a window, trapezoidal integrals,
   no acceleration), :class:`ConservationRows` (free-floating base in zero gravity: total momentum
   differences, or the constant momentum as 6 unknowns); :class:`RowFilter` low-passes any
-  builder's rows;
+  builder's rows; :class:`Nuisance` appends arm bodies estimated alongside a payload;
 * :class:`OnlineEstimator` — a row builder feeding RLS or RLS log-det-div, with diagnostics.
 """
 
