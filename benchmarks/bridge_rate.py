@@ -45,7 +45,8 @@ def main() -> int:
 
     channel = f"bench-{uuid.uuid4().hex[:8]}"
     config = load_bridge_config(ROOT / "config" / "yam_damiao.yaml", interface="virtual", channel=channel,
-                                rate=args.rate, max_missed_replies=1_000_000, command_timeout=5.0)
+                                rate=args.rate, max_missed_replies=1_000_000, command_timeout=5.0,
+                                motor_timeout=0.0)  # a host stall must not end the measurement
     emulator = MotorEmulator(config.joints, channel=channel, interface="virtual", initial_pose="home",
                              clock=args.clock, lockstep_period=config.period)
     samples = [0]
