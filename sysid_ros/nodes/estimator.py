@@ -104,6 +104,12 @@ class EstimatorNode(Node):
         """Joint states received and not processed yet."""
         return len(self._queue)
 
+    def _new_conditioner(self) -> CausalConditioner:
+        """Causal filters for a fresh segment; rows wait until the filters have settled."""
+        fs = float(self._get("sample_rate"))
+        return CausalConditioner(len(self.joint_names), fs, min(self.options.cutoff, 0.45 * fs),
+                                 settle="auto")
+
     # ------------------------------------------------------------------------------ set-up
     def _get(self, name: str):
         return self.get_parameter(name).value
@@ -137,7 +143,7 @@ class EstimatorNode(Node):
                                      cutoff=float(self._get("cutoff")), window=float(self._get("window")))
         fs = float(self._get("sample_rate"))
         self.estimator: OnlineEstimator = make_estimator(self.target, self.options, sample_period=1.0 / fs)
-        self.conditioner = CausalConditioner(len(self.joint_names), fs, min(self.options.cutoff, 0.45 * fs))
+        self.conditioner = self._new_conditioner()
 
     def _prior(self, model: RobotModel, kind: str) -> np.ndarray | None:
         prior = self._get("prior")
@@ -225,9 +231,7 @@ class EstimatorNode(Node):
             if gap:  # process what came before the gap, then restart
                 self._condition_and_update(segment)
                 segment = []
-                fs = float(self._get("sample_rate"))
-                self.conditioner = CausalConditioner(len(self.joint_names), fs,
-                                                     min(self.options.cutoff, 0.45 * fs))
+                self.conditioner = self._new_conditioner()
                 self.estimator.rows.restart()
             segment.append(item)
         self._condition_and_update(segment)

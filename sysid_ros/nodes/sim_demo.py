@@ -32,7 +32,7 @@ from ..core.payload_report import heldout_torque, payload_table, plot_convergenc
 from ..core.simulation import SensorModel
 from ..core.synthetic import Payload, simulate_dataset
 from ..core.target import payload_target
-from ..resources import default_robot_path
+from ..resources import default_robot_path, find_share_file
 from .processes import NodeProcess
 
 DEFAULT_PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
@@ -90,7 +90,8 @@ def run_demo(opts: DemoOptions) -> dict:
             "noise_seed": opts.seed},
         "trajectory_publisher": {
             **sim_time, "model_path": str(model_path), "excitation_time": opts.excitation_time,
-            "seed": opts.seed, "rate": opts.state_rate, "reliable_input": True},
+            "seed": opts.seed, "rate": opts.state_rate, "reliable_input": True,
+            "coefficients_file": _shipped_excitation(model_path)},
         "estimator": {
             **sim_time, "model_path": str(model_path), "method": "rls_logdet", "target": payload.body,
             "prior": "uninformative", "sample_rate": opts.state_rate, "alpha": 100.0,
@@ -145,6 +146,17 @@ def run_demo(opts: DemoOptions) -> dict:
     if failed:
         _say(opts, f"warning: processes exited with {failed} (see {out / 'logs'})")
     return _report(opts, model, payload, out, online, batch, time.perf_counter() - started)
+
+
+def _shipped_excitation(model_path: Path) -> str:
+    """The optimised excitation shipped for the default robot (``config/excitation/``, made with
+    ``sysid trajectory --optimize --save-coefficients``), '' for other robots (random, seeded)."""
+    if model_path.resolve() != default_robot_path().resolve():
+        return ""
+    try:
+        return str(find_share_file("config/excitation/yam_damiao_optimized.json"))
+    except SysIdError:
+        return ""
 
 
 class _Monitor:
