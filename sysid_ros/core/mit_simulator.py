@@ -12,6 +12,7 @@ Commands and measurements can be delayed by whole physics steps.
 from __future__ import annotations
 
 import copy
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -100,12 +101,13 @@ class MitSimulator:
                                  else mujoco.mjtIntegrator.mjINT_RK4)
         self.mj = sim
         self.data = mujoco.MjData(sim)
-        self._qadr = self.model.joint_qpos_indices
-        self._dofs = self.model.dof_indices
+        self._qadr = _as_slice(self.model.joint_qpos_indices)  # a slice when contiguous: cheaper
+        self._dofs = _as_slice(self.model.dof_indices)
         self.joint_names: tuple[str, ...] = self.model.dof_joint_names
         self._index = {n: i for i, n in enumerate(self.joint_names)}
         n = len(self.joint_names)
         self.torque_limit = self.model.torque_limits()[self._dofs]
+        self._neg_limit = -self.torque_limit
         lo, hi = (x[self._dofs] for x in self.model.joint_limits())
         mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
         start = mid if opt.initial_position is None else np.asarray(opt.initial_position, dtype=float)
@@ -212,8 +214,8 @@ class MitSimulator:
         else:
             c = self._active
             tau = c.kp * (c.position - q) + c.kd * (c.velocity - dq) + c.effort
-        applied = np.clip(tau, -self.torque_limit, self.torque_limit)
-        if np.any(applied != tau):
+        applied = tau.clip(self._neg_limit, self.torque_limit)
+        if (applied != tau).any():
             self.counters["saturated_steps"] += 1
         self._tau[self._dofs] = applied
         data.qfrc_applied[:] = self._tau
@@ -223,8 +225,16 @@ class MitSimulator:
         self._measurements.append(JointSample(self.time, q, dq, measured_tau, mode))
         mujoco.mj_step(self.mj, data)
         self.step_count += 1
-        if not np.all(np.isfinite(data.qpos)):
+        if not math.isfinite(data.qpos.sum()):
             raise SysIdError(f"the simulation diverged at t={self.time:.3f} s")
         if len(self._measurements) <= self._meas_delay:
             return None
         return self._measurements[0]
+
+
+def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
+    """``indices`` as a slice when they are contiguous and increasing (a view, no gather)."""
+    idx = np.asarray(indices, dtype=int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
