@@ -947,3 +947,50 @@ def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
     assert "enabled: [1, 1, 1, 1, 1, 1]" in out.stdout, out.stdout + out.stderr
     assert "states at exit: [0, 0, 0, 0, 0, 0]" in out.stdout, out.stdout + out.stderr
     assert out.returncode == 1 and "the program ends without a word to the bridge" in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_hardware_launch_graph_converges(bridge_process, ros_domain_id):
+    """The graph of launch/hardware_identify.launch.py with use_emulator:=true, as processes with
+    the same parameter files and overrides: trajectory_publisher (shipped optimised excitation,
+    10 s) → /motor_command → damiao_bridge (emulated motors, unknown 0.8 kg payload) →
+    /joint_states → estimator (payload target). The payload estimate converges to the truth."""
+    from std_msgs.msg import Bool
+
+    mass, com = 0.8, np.array([0.02, -0.01, 0.06])
+    rate = 500.0
+    bridge = bridge_process(f"rate:={rate}", "max_missed_replies:=50", "motor_timeout:=1.0",
+                            f"emulator_payload:=body=link_6,mass={mass},com={','.join(map(str, com))}")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    config = ROOT / "config"
+    optimised = config / "excitation" / "yam_damiao_optimized.json"
+    nodes = (("trajectory_publisher", ["excitation_time:=10.0", f"coefficients_file:={optimised}"]),
+             ("estimator", [f"sample_rate:={rate}", "target:=link_6", "method:=rls_logdet",
+                            "prior:=uninformative", "reliable_input:=true", "publish_rate:=5.0"]))
+    others = [subprocess.Popen([sys.executable, "-m", f"sysid_ros.nodes.{name}", "--ros-args",
+                                "--params-file", str(config / f"{name}.yaml"),
+                                *[a for p in params for a in ("-p", p)]],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+              for name, params in nodes]
+    ros = Listener(ros_domain_id)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL)
+    estimates, done = [], []
+    ros.node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, latched)
+    ros.node.create_subscription(Bool, "/trajectory_publisher/done", lambda m: done.append(m.data), latched)
+    try:
+        assert wait_until(lambda: True in done, 150.0), f"the excitation did not finish: {done}"
+        count = len(estimates)
+        assert wait_until(lambda: len(estimates) > count + 2, 30.0)
+        final = estimates[-1]
+        assert final.values[0] == pytest.approx(mass, rel=0.05)                                 # [kg]
+        np.testing.assert_allclose(np.array(final.values[1:4]) / final.values[0], com, atol=0.01)  # [m]
+        assert all(e.physically_consistent for e in estimates)
+        assert bridge.poll() is None and all(p.poll() is None for p in others)
+    finally:
+        ros.close()
+        logs = [stop_process(p) for p in others]
+    log = stop_process(bridge)
+    assert bridge.returncode == 0 and [p.returncode for p in others] == [0, 0], logs
+    assert "emulator motor states at stop: joint1=0x0" in log and "ALL MOTORS DISABLED" not in log
