@@ -63,6 +63,8 @@ def generate_launch_description() -> LaunchDescription:
                 ("trajectory_config", _config("trajectory_publisher.yaml"),
                  "trajectory publisher parameters"),
                 ("excitation_time", "30.0", "[s] of excitation"),
+                ("coefficients_file", "", "excitation coefficients JSON, e.g. the shipped "
+                                          "config/excitation/yam_damiao_optimized.json ('' = random/seed)"),
                 ("estimator_config", _config("estimator.yaml"), "estimator parameters"),
                 ("target", "arm", "estimator target: 'arm' or the body carrying an unknown payload"),
                 ("method", "rls_logdet", "rls | rls_logdet | momentum"),
@@ -97,7 +99,8 @@ def generate_launch_description() -> LaunchDescription:
              condition=_all(("use_emulator", "true"), ("emulator_node", "true")), **common),
         Node(executable="trajectory_publisher", name="trajectory_publisher",
              parameters=[LaunchConfiguration("trajectory_config"), model,
-                         {"excitation_time": LaunchConfiguration("excitation_time")}],
+                         {"excitation_time": LaunchConfiguration("excitation_time"),
+                          "coefficients_file": LaunchConfiguration("coefficients_file")}],
              condition=IfCondition(LaunchConfiguration("trajectory")), **common),
         # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
         Node(executable="estimator", name="estimator",
