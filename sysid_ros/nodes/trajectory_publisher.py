@@ -177,10 +177,8 @@ class TrajectoryPublisherNode(Node):
             self.get_logger().info(f"excitation started: {self.plan.duration:.1f} s "
                                    f"(ramp in {self.plan.ramp_in:.1f} s, excitation "
                                    f"{self.plan.excitation_time:.1f} s, ramp out {self.plan.ramp_out:.1f} s)")
-        if stamp - self._last_sent < self._period - 0.25 / 1000.0 and self._last_sent > -np.inf:
-            return  # decimate the state stream down to the command rate
-        if stamp < self._last_sent:
-            return  # out of order
+        if stamp - self._last_sent < 0.75 * self._period:
+            return  # decimate the state stream down to the command rate (and drop out-of-order states)
         self._last_sent = stamp
         t = stamp - self._t0
         q, dq, tau, kp, kd = self._samples.sample(t)
