@@ -13,6 +13,7 @@ import numpy as np
 from .dataset import Dataset
 from .errors import DataError
 from .online import CausalConditioner, OnlineEstimator
+from .plotting import pyplot, save_figure
 from .target import Target
 
 log = logging.getLogger(__name__)
@@ -103,10 +104,7 @@ def write_trajectory(path: Path, est: OnlineEstimator) -> Path:
 
 def plot_convergence(path: Path, est: OnlineEstimator) -> Path:
     """Estimates (normalised by their final values) and the divergence to truth over time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     t = np.array(est.log.t)
     theta = np.array(est.log.theta)
@@ -126,9 +124,4 @@ def plot_convergence(path: Path, est: OnlineEstimator) -> Path:
     axes[1].set_xlabel("time [s]")
     axes[1].grid(alpha=0.3)
     fig.suptitle(f"{est.estimator} on {est.regression} rows: convergence")
-    fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_figure(fig, path, dpi=90)

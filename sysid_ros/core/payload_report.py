@@ -13,6 +13,7 @@ from .consistency import logdet_divergence
 from .dataset import Dataset
 from .errors import SysIdError
 from .model import inertial_from_body_params
+from .plotting import pyplot, save_figure
 from .target import Target
 
 __all__ = ["PayloadQuantities", "heldout_torque", "payload_table", "plot_convergence", "plot_heldout"]
@@ -92,10 +93,7 @@ def plot_convergence(path: str | Path, times: np.ndarray, estimates: np.ndarray,
                      divergence: np.ndarray | None = None) -> Path:
     """PNG of online payload estimates over time: mass, CoM coordinates and (if given) the log-det
     divergence to the truth. ``times (K,)`` [s], ``estimates (K, 10)``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     true_q = PayloadQuantities.of(truth)
     masses, coms = [], []
@@ -119,20 +117,13 @@ def plot_convergence(path: str | Path, times: np.ndarray, estimates: np.ndarray,
         axes[2].set_ylabel("log-det divergence")
     axes[-1].set_xlabel("simulated time [s]")
     fig.suptitle("online payload estimate")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def plot_heldout(path: str | Path, t: np.ndarray, measured: np.ndarray, predicted: Mapping[str, np.ndarray],
                  joint_names: Sequence[str]) -> Path:
     """PNG of measured vs predicted torques on a held-out trajectory, one panel per joint."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = measured.shape[1]
     fig, axes = plt.subplots(n, 1, figsize=(9, 1.6 * n + 1), sharex=True)
@@ -144,8 +135,4 @@ def plot_heldout(path: str | Path, t: np.ndarray, measured: np.ndarray, predicte
     np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=7, ncol=len(predicted) + 1)
     np.atleast_1d(axes)[-1].set_xlabel("time [s]")
     fig.suptitle("held-out trajectory: measured vs predicted joint torque")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)

@@ -21,6 +21,7 @@ from .errors import SysIdError
 from .estimators.convex import least_squares_program
 from .estimators.least_squares import regression_rows
 from .model import inertial_from_body_params, mjcf_full_precision, principal_inertial
+from .plotting import pyplot, save_figure
 from .result import IdentificationResult
 from .synthetic import Payload, payload_spec
 from .target import Target
@@ -196,10 +197,7 @@ def _write_mjcf(path: Path, target: Target, theta: np.ndarray) -> bool:
 
 
 def _plot(path: Path, fit: dict, result: IdentificationResult, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = fit["measured"].shape[1]
     fig, axes = plt.subplots(n, 1, figsize=(10, 1.8 * n + 0.8), sharex=True, squeeze=False)
@@ -214,9 +212,7 @@ def _plot(path: Path, fit: dict, result: IdentificationResult, title: str) -> No
     axes[-1, 0].set_xlabel("time [s]")
     fig.suptitle(f"{result.method}: measured vs predicted torque ({title}), "
                  f"relative error {fit['relative_error_percent']:.2f} %", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_figure(fig, path, dpi=90)
 
 
 def _json(x: Any) -> Any:
