@@ -109,3 +109,20 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
     assert data.t[-1] > 19.0 and np.median(np.diff(data.t)) == pytest.approx(0.002, abs=1e-6)
     assert data.command is not None and len(data.command.t) > 1000
     np.testing.assert_allclose(data.truth["payload"]["params"], Payload.parse(PAYLOAD).params, rtol=1e-12)
+
+
+@pytest.mark.parametrize("module, overrides, message", [
+    ("mujoco_sim", {"payload": "body=gripper,mass=1,com=0,0,0"}, "unknown body 'gripper'"),
+    ("mujoco_sim", {"payload": "mass=1"}, "expected a payload body=NAME"),
+    ("trajectory_publisher", {"coefficients_file": "/nonexistent/c.json"},
+     "expected JSON with q0, a, b, period"),
+    ("recorder", {"storage": "zip"}, "storage must be 'mcap' or 'sqlite3', got 'zip'"),
+])
+def test_bad_parameters_stop_a_node_with_the_reason(module, overrides, message, ros_domain_id, tmp_path):
+    proc = NodeProcess(module, config=module, overrides=overrides, domain_id=ros_domain_id)
+    try:
+        proc.proc.wait(timeout=60)
+    finally:
+        code = proc.stop()
+    assert code == 1 and message in proc.output and "Traceback" not in proc.output, proc.output
+    assert list(tmp_path.iterdir()) == []

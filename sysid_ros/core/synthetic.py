@@ -39,16 +39,16 @@ class Payload:
         fields = dict(re.findall(r"(\w+)=([^=]+?)(?=,\w+=|$)", spec.strip()))
         unknown = set(fields) - {"body", "mass", "com", "inertia"}
         if unknown or not {"body", "mass", "com"} <= set(fields):
-            raise SysIdError("expected --payload body=NAME,mass=KG,com=X,Y,Z"
+            raise SysIdError("expected a payload body=NAME,mass=KG,com=X,Y,Z"
                              f"[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz], got {spec!r}")
         try:
             mass = float(fields["mass"])
             com = np.array([float(x) for x in fields["com"].split(",")])
             ine = [float(x) for x in fields["inertia"].split(",")] if "inertia" in fields else None
         except ValueError as exc:
-            raise SysIdError(f"--payload {spec!r}: {exc}") from None
+            raise SysIdError(f"payload {spec!r}: {exc}") from None
         if com.shape != (3,) or not mass > 0 or (ine is not None and len(ine) != 6):
-            raise SysIdError(f"--payload {spec!r}: need mass > 0, 3 CoM values and 6 inertia values")
+            raise SysIdError(f"payload {spec!r}: need mass > 0, 3 CoM values and 6 inertia values")
         if ine is None:
             inertia = np.eye(3) * mass * CUBE_SIDE**2 / 6.0
         else:
