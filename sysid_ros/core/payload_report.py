@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .base_params import BaseParameters
 from .consistency import logdet_divergence
 from .dataset import Dataset
 from .errors import SysIdError
@@ -16,7 +17,8 @@ from .model import inertial_from_body_params
 from .plotting import pyplot, save_figure
 from .target import Target
 
-__all__ = ["PayloadQuantities", "heldout_torque", "payload_table", "plot_convergence", "plot_heldout"]
+__all__ = ["PayloadQuantities", "base_parameter_errors", "heldout_torque", "payload_table",
+           "plot_convergence", "plot_heldout"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,18 @@ def heldout_torque(target: Target, dataset: Dataset, phi: Sequence[float]) -> tu
     return tau, float(np.sqrt(np.mean((tau - dataset.tau) ** 2)))
 
 
+def base_parameter_errors(base: BaseParameters, truth: Sequence[float], phi: Sequence[float]) -> np.ndarray:
+    """Relative errors [%] of the base parameters ``β = B φ`` whose true value is not negligible
+    (above 1e-3 of the largest in magnitude; the others have no meaningful relative error)."""
+    b_true, b_est = base.of(np.asarray(truth, dtype=float)), base.of(np.asarray(phi, dtype=float))
+    keep = np.abs(b_true) > 1e-3 * np.abs(b_true).max()
+    return 100.0 * np.abs(b_est[keep] - b_true[keep]) / np.abs(b_true[keep])
+
+
 def payload_table(truth: Sequence[float], estimates: Mapping[str, Sequence[float]],
-                  rmse: Mapping[str, float] | None = None) -> str:
+                  rmse: Mapping[str, float] | None = None, base: BaseParameters | None = None) -> str:
     """A text table: true vs each estimate (mass, CoM, inertia about the CoM, log-det divergence
-    to the truth, held-out torque RMSE)."""
+    to the truth, base-parameter errors when ``base`` is given, held-out torque RMSE)."""
     true_q = PayloadQuantities.of(truth)
     est_q = {k: PayloadQuantities.of(v) for k, v in estimates.items()}
     cols = ["true", *estimates]
@@ -76,6 +86,10 @@ def payload_table(truth: Sequence[float], estimates: Mapping[str, Sequence[float
     row("mass error", ["", *(f"{100 * (q.mass - true_q.mass) / true_q.mass:+.2f} %" for q in est_q.values())])
     row("CoM error [mm]", ["", *(f"{1e3 * np.linalg.norm(q.com - true_q.com):.2f}" for q in est_q.values())])
     row("divergence", ["0", *(f"{_divergence(v, truth):.4g}" for v in estimates.values())])
+    if base is not None:
+        errors = {k: base_parameter_errors(base, truth, v) for k, v in estimates.items()}
+        row("base err median", ["", *(f"{np.median(e):.2f} %" for e in errors.values())])
+        row("base err max", ["", *(f"{np.max(e):.2f} %" for e in errors.values())])
     if rmse:
         row("held-out RMSE", [f"{rmse.get('true', float('nan')):.4f}",
                               *(f"{rmse.get(k, float('nan')):.4f}" for k in estimates)])

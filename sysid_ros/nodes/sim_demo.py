@@ -28,7 +28,13 @@ import numpy as np
 
 from ..core.errors import SysIdError
 from ..core.model import RobotModel
-from ..core.payload_report import heldout_torque, payload_table, plot_convergence, plot_heldout
+from ..core.payload_report import (
+    base_parameter_errors,
+    heldout_torque,
+    payload_table,
+    plot_convergence,
+    plot_heldout,
+)
 from ..core.simulation import SensorModel
 from ..core.synthetic import Payload, simulate_dataset
 from ..core.target import payload_target
@@ -272,7 +278,7 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
     _, rmse["true"] = heldout_torque(target, held, truth)
     for name, phi in estimates.items():
         predicted[name], rmse[name] = heldout_torque(target, held, phi)
-    table = payload_table(truth, estimates, rmse)
+    table = payload_table(truth, estimates, rmse, base=target.base)
     print(table)
     times = np.array([h[0] for h in online])
     plots = [
@@ -296,6 +302,7 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
         summary["estimates"][name] = {
             "params": [float(v) for v in phi], "mass": q.mass, "com": q.com.tolist(),
             "mass_error_percent": 100 * (q.mass - true_q.mass) / true_q.mass,
+            "base_parameter_errors_percent": base_parameter_errors(target.base, truth, phi).tolist(),
             "com_error_mm": 1e3 * float(np.linalg.norm(q.com - true_q.com)),
         }
     path = out / "summary.json"
