@@ -31,6 +31,11 @@ from sysid_ros.hardware.bridge_config import load_bridge_config  # noqa: E402
 from sysid_ros.hardware.emulator import MotorEmulator  # noqa: E402
 
 
+def _thread_cpu(thread: threading.Thread) -> float:
+    """CPU time [s] a running thread has used (Linux per-thread clock)."""
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
@@ -75,9 +80,15 @@ def main() -> int:
         bridge.timing.reset()
         for m in bridge.motors:
             m.missed_total = m.late = 0
+        cpu = {name: _thread_cpu(thread) for name, thread in (("bridge", bridge._thread),
+                                                               ("emulator", emulator._thread))}
+        cycles_before = bridge._cycle
         measured_from = time.monotonic()
         time.sleep(args.duration)  # a benchmark measures wall time; nothing to synchronise with
         elapsed = time.monotonic() - measured_from
+        cycles = bridge._cycle - cycles_before
+        cpu = {name: (_thread_cpu(thread) - cpu[name]) / max(cycles, 1)
+               for name, thread in (("bridge", bridge._thread), ("emulator", emulator._thread))}
         summary = bridge.timing.summary(whole_run=True)
         status = bridge.status()
         stop.set()
@@ -100,6 +111,8 @@ def main() -> int:
           f"{int(np.count_nonzero(periods > 1.5 / args.rate))}")
     print(f"  cycle work      mean {1e6 * summary.work_mean:.1f} us   max {1e6 * summary.work_max:.1f} us "
           "(encode, send, wait for replies, decode, state)")
+    print(f"  CPU per cycle   bridge loop thread {1e6 * cpu['bridge']:.0f} us, emulator thread "
+          f"{1e6 * cpu['emulator']:.0f} us (one GIL: both share a core)")
     print(f"  overruns        {summary.overruns} (work longer than a period)   "
           f"missed cycles {summary.missed}")
     print(f"  missed replies  {sum(m.missed_total for m in status.motors)} "

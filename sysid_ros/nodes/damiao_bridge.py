@@ -258,7 +258,8 @@ def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
                   "motor": m.motor, "mosfet_temperature_C": str(m.t_mos),
                   "rotor_temperature_C": str(m.t_rotor),
                   "replies": str(m.replies), "missed_replies_consecutive": str(m.missed_consecutive),
-                  "missed_replies_total": str(m.missed_total), "bad_frames": str(m.bad_frames)}
+                  "missed_replies_total": str(m.missed_total), "late_replies": str(m.late),
+                  "bad_frames": str(m.bad_frames)}
         if m.limits is not None:
             values["pmax_vmax_tmax"] = f"{m.limits.pmax:g}/{m.limits.vmax:g}/{m.limits.tmax:g}"
         out.append(DiagnosticStatus(level=level, name=f"{node}: {m.joint}",
