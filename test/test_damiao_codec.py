@@ -17,6 +17,7 @@ from sysid_ros.hardware.codec import (
     CodecError,
     CtrlMode,
     Feedback,
+    MitCodec,
     MitCommand,
     MitLimits,
     MotorState,
@@ -329,6 +330,52 @@ def test_clamping_at_and_beyond_the_edges(model, field, beyond):
         assert getattr(back, field) == pytest.approx(edge, abs=1e-9)
     assert float_to_uint(hi + beyond, lo, hi, bits) == (1 << bits) - 1
     assert float_to_uint(lo - beyond, lo, hi, bits) == 0
+
+
+# --- the hot-path codec (MitCodec) is the reference codec, bit for bit -------------------------
+
+wide = st.floats(-3.0, 3.0, allow_nan=False)  # fractions of each range, beyond both edges
+
+
+@settings(max_examples=300, deadline=None)
+@given(model=st.sampled_from(MODELS), fractions=st.tuples(wide, wide, wide, wide, wide),
+       raw=st.binary(min_size=8, max_size=8), state=st.sampled_from(list(MotorState)),
+       motor_id=st.integers(0, 15), temps=st.tuples(st.floats(-20, 300), st.floats(-20, 300)))
+def test_mit_codec_is_bit_identical_to_the_reference(model, fractions, raw, state, motor_id, temps):
+    lim = DAMIAO_LIMITS[model]
+    codec = MitCodec(lim)
+    # FIELDS' order (position, velocity, kp, kd, torque) is MitCommand's and encode_command's
+    values = [f * rng(lim)[1] for rng, f in zip(FIELDS.values(), fractions, strict=True)]
+    assert codec.encode_command(*values) == encode_mit(MitCommand(*values), lim)
+    assert codec.decode_command(raw) == decode_mit(raw, lim)
+    fb = Feedback(motor_id, state, values[0], values[1], values[4], *temps)
+    assert codec.encode_feedback(motor_id, state, values[0], values[1], values[4], *temps) == \
+        encode_feedback(fb, lim)
+    try:
+        ref = decode_feedback(raw, lim)
+        expected = (int(ref.state), ref.position, ref.velocity, ref.torque, ref.t_mos, ref.t_rotor)
+    except CodecError:
+        expected = None  # an unknown state nibble
+    assert codec.decode_feedback(raw) == expected
+
+
+def test_mit_codec_edges_collision_and_refusals():
+    codec = MitCodec(DM4310)
+    tau = uint_to_float(0xFFC, -10, 10, 12)  # the special-command corner: kd one count lower
+    corner = codec.encode_command(12.5, 30.0, 500.0, 5.0, tau)
+    assert corner == encode_mit(MitCommand(12.5, 30.0, 500.0, 5.0, tau), DM4310)
+    assert parse_special(corner) is None
+    assert codec.encode_command(0.0, 0.0, 10.0, 0.5, 0.0) == bytes.fromhex("80 00 80 00 52 19 A8 00")
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(CodecError, match="MIT kd: expected a finite number"):
+            codec.encode_command(0.0, 0.0, 1.0, bad, 0.0)
+        with pytest.raises(CodecError, match="feedback torque: expected a finite number"):
+            codec.encode_feedback(1, MotorState.ENABLED, 0.0, 0.0, bad, 25, 25)
+    assert codec.decode_feedback(bytes(7)) is None  # decode_feedback: wrong length
+    assert codec.decode_feedback(bytes.fromhex("21 80 00 80 07 FF 19 1A")) is None  # state 0x2: unknown
+    assert codec.decode_feedback(bytes.fromhex("11 80 00 80 07 FF 19 1A"))[0] == MotorState.ENABLED
+    with pytest.raises(CodecError, match="MIT command: expected 8 bytes"):
+        codec.decode_command(bytes(7))
 
 
 @settings(max_examples=200, deadline=None)

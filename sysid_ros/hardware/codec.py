@@ -362,6 +362,107 @@ def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
     ))
 
 
+class MitCodec:
+    """The MIT command and feedback frames at one motor's fixed limits, for the control-loop hot
+    path: the same bytes and values as :func:`encode_mit` / :func:`decode_mit` /
+    :func:`encode_feedback` / :func:`decode_feedback` (same clamping, round to nearest, same
+    arithmetic order, so results are bit-identical), with the per-field ranges computed once and
+    the 8 bytes handled as one 64-bit big-endian integer (the fields are contiguous bit fields:
+    command ``p16 v12 kp12 kd12 τ12``, feedback ``state4 id4 p16 v12 τ12 t_mos8 t_rotor8``).
+
+    Build one per motor when its limits are known (they are immutable). Inputs are floats;
+    anything non-finite is refused with the reference functions' :class:`CodecError`.
+    """
+
+    __slots__ = ("_kd", "_kd_max", "_kp", "_kp_max", "_p", "_pmax", "_t", "_tmax", "_v", "_vmax", "limits")
+
+    def __init__(self, limits: MitLimits) -> None:
+        self.limits = limits
+        pmax, vmax, tmax = float(limits.pmax), float(limits.vmax), float(limits.tmax)
+        kp_max, kd_max = float(limits.kp_max), float(limits.kd_max)
+        # (lo, hi, hi − lo) of each field, exactly as _code computes them
+        self._p = (-pmax, pmax, pmax - -pmax)
+        self._v = (-vmax, vmax, vmax - -vmax)
+        self._t = (-tmax, tmax, tmax - -tmax)
+        self._kp = (0.0, kp_max, kp_max - 0.0)
+        self._kd = (0.0, kd_max, kd_max - 0.0)
+        self._pmax, self._vmax, self._tmax, self._kp_max, self._kd_max = pmax, vmax, tmax, kp_max, kd_max
+
+    def encode_command(self, position: float, velocity: float, kp: float, kd: float, torque: float) -> bytes:
+        """:func:`encode_mit` of ``MitCommand(position, velocity, kp, kd, torque)`` (round to nearest)."""
+        total = position + velocity + kp + kd + torque
+        if total - total != 0.0:  # a NaN or ±inf somewhere: the reference path names it and raises
+            return encode_mit(MitCommand(position, velocity, kp, kd, torque), self.limits)
+        lo, hi, w = self._p
+        p = int((min(max(position, lo), hi) - lo) * _U16 / w + 0.5)  # ≥ 0.5: int() is floor here
+        lo, hi, w = self._v
+        v = int((min(max(velocity, lo), hi) - lo) * _U12 / w + 0.5)
+        lo, hi, w = self._kp
+        kpc = int((min(max(kp, lo), hi) - lo) * _U12 / w + 0.5)
+        lo, hi, w = self._kd
+        kdc = int((min(max(kd, lo), hi) - lo) * _U12 / w + 0.5)
+        lo, hi, w = self._t
+        t = int((min(max(torque, lo), hi) - lo) * _U12 / w + 0.5)
+        word = (p << 48) | (v << 36) | (kpc << 24) | (kdc << 12) | t
+        if _SPECIAL_LOW <= word <= _SPECIAL_HIGH:  # FF×7 then FB..FE: would be a special command
+            word -= 1 << 12  # kd one count lower, as encode_mit does
+        return word.to_bytes(8, "big")
+
+    def decode_command(self, data: bytes | bytearray) -> MitCommand:
+        """:func:`decode_mit` (8 bytes; other lengths raise :class:`CodecError`)."""
+        if len(data) != FRAME_LENGTH:
+            return decode_mit(data, self.limits)
+        w = int.from_bytes(data, "big")
+        pmax, vmax, tmax = self._pmax, self._vmax, self._tmax
+        return MitCommand(
+            position=(w >> 48) * 2.0 * pmax / _U16 - pmax,
+            velocity=((w >> 36) & 0xFFF) * 2.0 * vmax / _U12 - vmax,
+            kp=((w >> 24) & 0xFFF) * self._kp_max / _U12,
+            kd=((w >> 12) & 0xFFF) * self._kd_max / _U12,
+            torque=(w & 0xFFF) * 2.0 * tmax / _U12 - tmax,
+        )
+
+    def encode_feedback(self, motor_id: int, state: int, position: float, velocity: float, torque: float,
+                        t_mos: float, t_rotor: float) -> bytes:
+        """:func:`encode_feedback` of ``Feedback(motor_id, state, position, velocity, torque, t_mos,
+        t_rotor)``; ``state`` is a :class:`MotorState` code."""
+        total = position + velocity + torque + t_mos + t_rotor
+        if total - total != 0.0 or not 0 <= motor_id <= 0xF or state not in _STATE_CODES:
+            return encode_feedback(Feedback(motor_id, state, position, velocity, torque, t_mos, t_rotor),
+                                   self.limits)
+        lo, hi, w = self._p
+        p = int((min(max(position, lo), hi) - lo) * _U16 / w + 0.5)
+        lo, hi, w = self._v
+        v = int((min(max(velocity, lo), hi) - lo) * _U12 / w + 0.5)
+        lo, hi, w = self._t
+        t = int((min(max(torque, lo), hi) - lo) * _U12 / w + 0.5)
+        word = ((int(state) << 60) | (int(motor_id) << 56) | (p << 40) | (v << 28) | (t << 16)
+                | (min(max(round(t_mos), 0), 255) << 8) | min(max(round(t_rotor), 0), 255))
+        return word.to_bytes(8, "big")
+
+    def decode_feedback(self, data: bytes | bytearray) -> tuple[int, float, float, float, int, int] | None:
+        """``(state code, position, velocity, torque, t_mos, t_rotor)`` as :func:`decode_feedback`
+        gives them, or ``None`` for a frame it would refuse (wrong length, unknown state code)."""
+        if len(data) != FRAME_LENGTH:
+            return None
+        w = int.from_bytes(data, "big")
+        state = w >> 60
+        if state not in _STATE_CODES:
+            return None
+        pmax, vmax, tmax = self._pmax, self._vmax, self._tmax
+        return (state,
+                ((w >> 40) & 0xFFFF) * 2.0 * pmax / _U16 - pmax,
+                ((w >> 28) & 0xFFF) * 2.0 * vmax / _U12 - vmax,
+                ((w >> 16) & 0xFFF) * 2.0 * tmax / _U12 - tmax,
+                (w >> 8) & 0xFF,
+                w & 0xFF)
+
+
+_STATE_CODES = frozenset(int(s) for s in MotorState)
+_SPECIAL_LOW = int.from_bytes(b"\xff" * 7 + b"\xfb", "big")
+_SPECIAL_HIGH = int.from_bytes(b"\xff" * 7 + b"\xfe", "big")
+
+
 # ---------------------------------------------------------------------------------------------
 # Special commands
 
