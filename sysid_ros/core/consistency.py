@@ -133,3 +133,17 @@ def check_consistency(model: RobotModel, theta: np.ndarray, *,
     negative = tuple(name for name, value in zip(joint_names, theta[model.n_body_params:], strict=True)
                      if not name.endswith(".Fo") and value < 0)
     return ConsistencyReport(tuple(bodies), negative)
+
+
+def realizable_inertia(inertia: np.ndarray, *, floor: float = 1e-9) -> np.ndarray:
+    """A rotational inertia ``(3, 3)`` [kg·m²] a rigid body can have, closest in its principal
+    moments (to simulate or export an estimate: IV instruments, identified MJCFs): moments at
+    least ``floor`` and satisfying the triangle inequalities (each at most the sum of the other
+    two), same principal axes."""
+    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    moments = np.maximum(moments, floor)
+    for _ in range(3):
+        for i in range(3):
+            others = moments.sum() - moments[i]
+            moments[i] = min(moments[i], others * (1 - 1e-9))
+    return axes @ np.diag(moments) @ axes.T

@@ -18,6 +18,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from .consistency import realizable_inertia
 from .dataset import Dataset
 from .errors import DataError, IdentificationError
 from .estimators.convex import dual_metric_program, least_squares_program
@@ -286,18 +287,6 @@ def _simulation_model(target: Target, theta: np.ndarray):
     return with_payload(target.model, Payload(target.model.body_name(target.body), max(mass, 1e-6), com,
                                               realizable_inertia(inertia)))
 
-
-def realizable_inertia(inertia: np.ndarray, *, floor: float = 1e-9) -> np.ndarray:
-    """The nearest rotational inertia a rigid body can have (for simulating an estimate, e.g.
-    IV instruments): principal moments at least ``floor`` [kg·m²] and satisfying the triangle
-    inequalities (each moment at most the sum of the other two), same principal axes."""
-    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
-    moments = np.maximum(moments, floor)
-    for _ in range(3):
-        for i in range(3):
-            others = moments.sum() - moments[i]
-            moments[i] = min(moments[i], others * (1 - 1e-9))
-    return axes @ np.diag(moments) @ axes.T
 
 
 def _consistent_from_base(target: Target, beta: np.ndarray) -> np.ndarray:

@@ -16,11 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from .consistency import check_consistency
+from .consistency import check_consistency, realizable_inertia
 from .errors import SysIdError
 from .estimators.convex import least_squares_program
 from .estimators.least_squares import regression_rows
-from .model import inertial_from_body_params, mjcf_full_precision, principal_inertial
+from .model import (
+    body_params_from_inertial,
+    inertial_from_body_params,
+    mjcf_full_precision,
+    principal_inertial,
+)
 from .plotting import pyplot, save_figure
 from .result import IdentificationResult
 from .synthetic import Payload, payload_spec
@@ -183,10 +188,21 @@ def _write_mjcf(path: Path, target: Target, theta: np.ndarray) -> bool:
                 return False
             model.to_mjcf(theta, path)
         else:
+            if not target.consistency(theta)["consistent"]:
+                log.warning("not writing an MJCF: the payload parameters are not physically consistent")
+                return False
             mass, com, inertia = inertial_from_body_params(theta)
+            # consistent (J > 0) implies the triangle inequality; on the boundary MuJoCo's compiler
+            # may still see it violated by rounding: nudge by at most that rounding
+            inertia = realizable_inertia(inertia)
+            theta = body_params_from_inertial(mass, com, inertia)
             name = "identified_payload"
             spec = payload_spec(model, Payload(model.body_name(target.body), mass, com, inertia), name=name)
-            spec.compile()
+            try:
+                spec.compile()
+            except ValueError as exc:
+                log.warning("not writing an MJCF: MuJoCo rejects the identified payload: %s", exc)
+                return False
             _, _, moments, quat = principal_inertial(theta, name)
             values = {name: {"mass": [mass], "pos": com, "quat": quat, "diaginertia": moments}}
             path.write_text(mjcf_full_precision(spec.to_xml(), values, {}))

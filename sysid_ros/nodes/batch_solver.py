@@ -1,10 +1,10 @@
 """Node ``batch_solver``: the ``BatchSolve`` service on recorded bags (and CSV files).
 
 Requests name a bag relative to the configured ``data_root`` and an output folder relative to
-``output_root``; paths resolving outside them are refused. The solve runs in a worker thread of a
-multi-threaded executor, so the node keeps serving; a second request while one is running is
-refused with a clear message. The latest estimate is also published (latched) on
-``~/estimate``.
+``output_root``; paths resolving outside them are refused. The service callback is a coroutine:
+the solve runs in a worker thread while the (single-threaded) executor keeps serving, so a second
+request while one is running is refused at once with a clear message. The latest estimate is
+also published (latched) on ``~/estimate``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from pathlib import Path
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.srv import BatchSolve
@@ -72,9 +73,9 @@ class BatchSolverNode(Node):
         self.add_on_set_parameters_callback(self._validate)
         self._busy = threading.Lock()
         self._current = ""
-        group = ReentrantCallbackGroup()
+        # reentrant: a new request is taken while an earlier one awaits its worker (and is refused)
         self._service = self.create_service(BatchSolve, "batch_solve", self._on_request,
-                                            callback_group=group)
+                                            callback_group=ReentrantCallbackGroup())
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
         self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
                                f"output_root={self._output_root()}, methods {list(METHODS)}")
@@ -102,11 +103,26 @@ class BatchSolverNode(Node):
         return Path(self._get("output_root")).expanduser().resolve()
 
     # ------------------------------------------------------------------------------ service
-    def _on_request(self, request: BatchSolve.Request, response: BatchSolve.Response):
+    async def _on_request(self, request: BatchSolve.Request, response: BatchSolve.Response):
         if not self._busy.acquire(blocking=False):
             response.success = False
             response.message = f"busy: another solve is running ({self._current}); try again later"
             return response
+        finished = Future(executor=self.executor)
+        finished.add_done_callback(lambda _f: None)  # a done callback makes the executor wake up
+
+        def work() -> None:
+            try:
+                self._handle(request, response)
+            finally:
+                finished.set_result(True)
+
+        threading.Thread(target=work, name="batch_solve", daemon=True).start()
+        await finished
+        return response
+
+    def _handle(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
+        """Solve (in the worker thread); every outcome lands in ``response``."""
         start = time.perf_counter()
         try:
             self._current = f"{request.method or 'ols'} on {request.bag_path!r}"
@@ -123,7 +139,6 @@ class BatchSolverNode(Node):
             response.solve_time = time.perf_counter() - start
             self._current = ""
             self._busy.release()
-        return response
 
     def _solve(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
         method = request.method or "ols"
@@ -170,8 +185,7 @@ class BatchSolverNode(Node):
 
 
 def main(args=None) -> None:
-    # two threads: the solve runs in one while the other keeps serving
-    spin(BatchSolverNode, lambda: MultiThreadedExecutor(num_threads=2), args)
+    spin(BatchSolverNode, SingleThreadedExecutor, args)
 
 
 if __name__ == "__main__":
