@@ -33,7 +33,7 @@ from ..target import Target
 log = logging.getLogger(__name__)
 
 #: smallest eigenvalue enforced on every pseudo-inertia [SI]; strictly consistent results
-CONSISTENCY_MARGIN = 1e-9
+CONSISTENCY_MARGIN = 1e-7  # well above the conic solvers' feasibility tolerance (~1e-8)
 #: weight of the pull toward the prior along unidentifiable directions (breaks ties only),
 #: relative to the size of the data term at the unconstrained least-squares solution
 TIE_BREAK = 1e-6
