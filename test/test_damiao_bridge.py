@@ -19,12 +19,14 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import can
 import numpy as np
 import pytest
 from conftest import DEFAULT_ROBOT, ROOT, stop_process
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.trajectory_file import TrajectoryFile, write_trajectory_file
@@ -32,12 +34,14 @@ from sysid_ros.hardware.bridge import Bridge, BridgeError, HandshakeError
 from sysid_ros.hardware.bridge_config import BridgeConfig, ConfigError, load_bridge_config
 from sysid_ros.hardware.bridge_replay import ReplaySource
 from sysid_ros.hardware.codec import (
+    MitCommand,
     MitLimits,
     MotorState,
     Register,
     Special,
     decode_feedback,
     decode_mit,
+    encode_mit,
     parse_special,
 )
 from sysid_ros.hardware.emulator import MotorEmulator
@@ -50,6 +54,7 @@ from sysid_ros.hardware.safety import (
     Watchdog,
     WatchdogMode,
     clamp_targets,
+    clamp_to_motor,
     explain_bus_error,
     parse_command,
 )
@@ -195,6 +200,65 @@ def test_clamping_every_field_and_refusing_nan():
     with pytest.raises(CommandError, match="effort has 1 entries for 2 names"):
         parse_command(["joint1", "joint2"], [0.0, 0.0], [], [1.0], [], [], joint_names=names,
                       previous=prev, limits=lim)
+
+
+def _mapped_bridge() -> Bridge:
+    """A bridge (not configured: no bus) over joints with every mapping feature (direction −1,
+    offsets, gear ratios) and the emulator's register limits, its hot path prepared."""
+    cfg = load_bridge_config(CONFIG)
+    mapping = [(1, 0.0, 1.0), (-1, 0.3, 2.0), (1, -0.2, 1.5), (-1, 0.0, 1.0), (1, 0.1, 3.0), (-1, -0.4, 1.0)]
+    joints = tuple(replace(j, direction=d, position_offset=o, gear_ratio=g)
+                   for j, (d, o, g) in zip(cfg.joints, mapping, strict=True))
+    bridge = Bridge(replace(cfg, joints=joints))
+    bridge._use_limits([DM4340] * 3 + [DM4310] * 3)
+    return bridge
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.floats(-60.0, 60.0, allow_nan=False), min_size=30, max_size=30),
+       turns=st.lists(st.integers(-2, 2), min_size=6, max_size=6))
+def test_loop_frames_are_the_reference_pipeline(values, turns):
+    """The loop's per-joint float path gives the very bytes of clamp_targets → JointMap → unwrap →
+    clamp_to_motor → encode_mit (the reference rules, numpy), and says whether anything was clamped."""
+    bridge = _mapped_bridge()
+    bridge._unwrap.add_turns(np.array(turns))
+    v = np.array(values).reshape(5, 6)
+    targets = JointTargets(v[0] / 10, v[1], v[2], np.abs(v[3]) * 5 - 20, v[4] / 10)  # kp, kd partly < 0
+    frames, clamped = bridge._encode(targets)
+    ref, changed = clamp_targets(targets, bridge.limits)
+    jm = bridge.map
+    fields = clamp_to_motor(bridge._unwrap.to_reported(jm.position_to_motor(ref.position)),
+                            jm.velocity_to_motor(ref.velocity), jm.torque_to_motor(ref.effort),
+                            jm.gain_to_motor(ref.kp), jm.gain_to_motor(ref.kd),
+                            *(np.array([getattr(lim, f) for lim in bridge._mit_limits])
+                              for f in ("pmax", "vmax", "tmax", "kp_max", "kd_max")))
+    p, vel, tau, kp, kd = (f.tolist() for f in fields)
+    expected = [encode_mit(MitCommand(p[i], vel[i], kp[i], kd[i], tau[i]), bridge._mit_limits[i])
+                for i in range(6)]
+    assert frames == expected
+    assert clamped == any(changed.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(raw=st.lists(st.binary(min_size=8, max_size=8), min_size=6, max_size=6),
+       fresh=st.lists(st.booleans(), min_size=6, max_size=6))
+def test_loop_state_is_the_reference_mapping(raw, fresh):
+    """Readings → joint state in the loop equal PositionUnwrapper.update + JointMap.to_joint (numpy),
+    a motor without a reply keeping its position with NaN velocity and effort."""
+    bridge, reference = _mapped_bridge(), PositionUnwrapper([12.5] * 6)
+    lims = [DM4340] * 3 + [DM4310] * 3
+    for step in range(2):  # a first reading, then one that may wrap
+        data = [bytes([0x11]) + r[1:] if step else bytes([0x11]) + r[::-1][1:] for r in raw]
+        ok = [True] * 6 if step == 0 else fresh
+        readings = [bridge._codecs[i].decode_feedback(d) if ok[i] else None for i, d in enumerate(data)]
+        bridge._store_state(readings)
+        fbs = [decode_feedback(d, lim) for d, lim in zip(data, lims, strict=True)]
+        p = reference.update(np.array([fb.position for fb in fbs]), np.array(ok))
+        q, dq, tau = bridge.map.to_joint(p, np.array([fb.velocity for fb in fbs]),
+                                         np.array([fb.torque for fb in fbs]))
+        np.testing.assert_array_equal(bridge._position, q)
+        np.testing.assert_array_equal(bridge._velocity, np.where(ok, dq, np.nan))
+        np.testing.assert_array_equal(bridge._effort, np.where(ok, tau, np.nan))
 
 
 def test_watchdog_tracks_holds_then_disables():

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import threading
 import time
 import traceback
@@ -58,7 +59,7 @@ from .codec import (
     CodecError,
     CtrlMode,
     Feedback,
-    MitCommand,
+    MitCodec,
     MitLimits,
     MotorState,
     Register,
@@ -67,7 +68,6 @@ from .codec import (
     command_arbitration_id,
     decode_feedback,
     describe,
-    encode_mit,
     parse_register_reply,
     read_register_frame,
     refresh_frame,
@@ -84,8 +84,6 @@ from .safety import (
     TripKind,
     Watchdog,
     WatchdogMode,
-    clamp_targets,
-    clamp_to_motor,
     parse_command,
 )
 from .transport import BusError, Transport
@@ -99,6 +97,14 @@ REGISTER_TRIES = 3
 CONFIRM_TIMEOUT = 0.03    # [s] wait for the replies to one round of enable/disable frames
 CONFIRM_TRIES = 4
 LOCKSTEP_REPLY_TIMEOUT = 0.05  # [s] reply deadline with timebase "rounds" (a lockstep emulator)
+
+_STATES = {int(s): s for s in MotorState}
+_ENABLED = int(MotorState.ENABLED)
+_NAN = math.nan
+
+#: One motor's reply in the control loop: (state code, position [rad], velocity [rad/s], torque
+#: [N·m], t_mos [°C], t_rotor [°C]) in motor space, as :meth:`MitCodec.decode_feedback` gives it.
+Reading = tuple[int, float, float, float, int, int]
 
 
 class BridgeError(SysIdError):
@@ -203,16 +209,19 @@ class Bridge:
         self._replay_start = 0.0
         self._replay_reported = False
         self._unwrap: PositionUnwrapper | None = None
-        self._position = np.full(self.n, np.nan)   # last joint-space readings
-        self._velocity = np.full(self.n, np.nan)
-        self._effort = np.full(self.n, np.nan)
+        self._position = [_NAN] * self.n   # last joint-space readings (Python floats: hot path)
+        self._velocity = [_NAN] * self.n
+        self._effort = [_NAN] * self.n
         self._cycle = 0
         self._bus_dead = False
         self._atexit = False
         self._disabled = False  # every motor confirmed disabled since the last enable
         self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor (tests)
         self._mit_limits: list[MitLimits] = []   # per motor, from its registers (configure)
-        self._ranges: list[np.ndarray] = []      # pmax, vmax, tmax, kp_max, kd_max, each (n,)
+        self._codecs: list[MitCodec] = []        # per motor, MIT frames at those limits
+        # per joint (constants of the hot path, Python floats): lower, upper, velocity limit,
+        # torque limit, default kd, d·G, offset, d, G, G², codec — see _encode / _store_state
+        self._joint_consts: list[tuple] = []
         self._epoch = 0.0                         # wall time of activation [s]
         self._rounds = 0                          # MIT rounds sent since activation
 
@@ -237,14 +246,24 @@ class Bridge:
             self.transport.close()
             self.transport = None
             raise
-        self._mit_limits = [m.limits for m in self.motors]
-        self._ranges = [np.array([getattr(x, f) for x in self._mit_limits])
-                        for f in ("pmax", "vmax", "tmax", "kp_max", "kd_max")]
-        self._unwrap = PositionUnwrapper(self._ranges[0])
+        self._use_limits([m.limits for m in self.motors])
         self.phase = "configured"
         motors = ", ".join(f"{m.joint} {m.motor} 0x{m.can_id:02X}" for m in self.motors)
         self.log.info("configured %d motors on %s:%s (%s)", self.n, self.config.interface,
                       self.config.channel, motors)
+
+    def _use_limits(self, limits: Sequence[MitLimits]) -> None:
+        """Per-motor MIT limits (from the registers) and the control loop's constants derived
+        from them and the configuration (codecs, joint limits, mapping, a fresh unwrapper)."""
+        self._mit_limits = list(limits)
+        self._codecs = [MitCodec(lim) for lim in self._mit_limits]
+        lim, jm = self.limits, self.map
+        self._joint_consts = [
+            (float(lim.lower[i]), float(lim.upper[i]), float(lim.velocity[i]), float(lim.torque[i]),
+             float(lim.kd_default[i]), float(jm.direction[i] * jm.gear[i]), float(jm.offset[i]),
+             float(jm.direction[i]), float(jm.gear[i]), float(jm.gear[i] ** 2), self._codecs[i])
+            for i in range(self.n)]
+        self._unwrap = PositionUnwrapper([x.pmax for x in self._mit_limits])
 
     def activate(self) -> None:
         """Check the pose, enable every motor (confirmed) and start the control loop."""
@@ -277,8 +296,8 @@ class Bridge:
             self.log.warning("motor positions shifted by whole turns to fit the joint limits: %s",
                              {self.names[i]: int(k) for i, k in enumerate(turns) if k})
         self._unwrap.add_turns(turns)
-        self._store_state(replies, np.ones(self.n, dtype=bool))
-        start = self._position.copy()
+        self._store_state([_reading(r) for r in replies])
+        start = np.array(self._position)
         hold = JointTargets.hold(np.clip(start, self.limits.lower, self.limits.upper),
                                  self.limits.kp_default, self.limits.kd_default)
         if self.config.replay_file:
@@ -426,6 +445,18 @@ class Bridge:
         m.state, m.t_mos, m.t_rotor = fb.state, fb.t_mos, fb.t_rotor
         m.replies += 1
         return fb
+
+    def _read(self, i: int, data: bytes) -> Reading | None:
+        """The control loop's :meth:`_decode`: motor ``i``'s reply as a :data:`Reading` (status
+        updated), ``None`` for a bad frame (counted; the reference decoder says why)."""
+        r = self._codecs[i].decode_feedback(data)
+        if r is None:  # exactly the frames decode_feedback refuses (property-tested)
+            self._decode(i, data)  # counts the bad frame and logs why
+            return None
+        m = self.motors[i]
+        m.state, m.t_mos, m.t_rotor = _STATES[r[0]], r[4], r[5]
+        m.replies += 1
+        return r
 
     def _poll_all(self) -> list[Feedback | None]:
         """Ask every motor for its state (refresh frame) and collect the replies (a few tries)."""
@@ -587,7 +618,8 @@ class Bridge:
         with self._lock:
             mode = self.watchdog.mode(now)
             if mode == WatchdogMode.HOLD and self._mode != WatchdogMode.HOLD:
-                pose = np.where(np.isfinite(self._position), self._position, self._commanded.position)
+                measured = np.array(self._position)
+                pose = np.where(np.isfinite(measured), measured, self._commanded.position)
                 self._hold = JointTargets.hold(pose, self.limits.kp_default, self.limits.kd_default)
                 self.log.warning("no MotorCommand for %.3f s: holding the measured pose with damping",
                                  self.watchdog.silence(now))
@@ -607,11 +639,10 @@ class Bridge:
                             f"no MotorCommand for {self.watchdog.silence(start):.2f} s (command_timeout "
                             f"{cfg.command_timeout} s + hold_timeout {cfg.hold_timeout} s)"))
             return
-        clamped, changed = clamp_targets(targets, self.limits)
-        if any(changed.values()):
+        frames, clamped = self._encode(targets)
+        if clamped:
             with self._lock:
                 self.counters["clamped"] += 1
-        frames = self._encode(clamped)
         try:
             trip = self._check_faults(self._drain_late(), missed=False)
             if trip is not None:  # a late reply (previous cycle) already shows a fault
@@ -628,92 +659,122 @@ class Bridge:
             self._trip(Trip(TripKind.BUS_ERROR, "", str(exc)))
             return
         self._last_frames = frames
-        fresh = np.array([r is not None for r in replies])
-        self._store_state(replies, fresh)
+        self._store_state(replies)
         self._cycle += 1
         if self.on_sample is not None:
-            self.on_sample(self._sample(stamp, fresh))
+            self.on_sample(self._sample(stamp, replies))
         trip = self._check_faults(replies)
         if trip is not None:
             self._trip(trip)
 
-    def _encode(self, t: JointTargets) -> list[bytes]:
-        """MIT payloads of joint-space targets: mapped to motor space, into the motor's reported
-        frame (unwrapping offset), clamped to its MIT ranges, encoded by the codec."""
-        p = self._unwrap.to_reported(self.map.position_to_motor(t.position))
-        fields = clamp_to_motor(p, self.map.velocity_to_motor(t.velocity), self.map.torque_to_motor(t.effort),
-                                self.map.gain_to_motor(t.kp), self.map.gain_to_motor(t.kd), *self._ranges)
-        p, v, tau, kp, kd = (f.tolist() for f in fields)
-        lim = self._mit_limits
-        return [encode_mit(MitCommand(p[i], v[i], kp[i], kd[i], tau[i]), lim[i]) for i in range(self.n)]
+    def _encode(self, t: JointTargets) -> tuple[list[bytes], bool]:
+        """MIT payloads of joint-space targets and whether any field was clamped: per joint, the
+        rules of :func:`~.safety.clamp_targets` (joint limits, ±velocity/torque limits, gains ≥ 0,
+        default kd for kp > 0 with kd = 0), mapped to motor space (direction, offset, gear — the
+        same arithmetic as :class:`~.joint_map.JointMap`), into the motor's reported frame
+        (unwrapping offset), clamped to its MIT ranges and encoded (:class:`~.codec.MitCodec`,
+        which clamps each field to ±pmax, ±vmax, ±tmax, [0, kp_max], [0, kd_max]).
 
-    def _drain_late(self) -> list[Feedback | None]:
+        Plain floats per joint rather than numpy: on 6-element vectors every numpy call costs
+        more than the arithmetic (the loop's budget is a fraction of a millisecond)."""
+        qs, dqs, taus, kps, kds = (t.position.tolist(), t.velocity.tolist(), t.effort.tolist(),
+                                   t.kp.tolist(), t.kd.tolist())
+        reported = self._unwrap.reported_one
+        frames = []
+        clamped = False
+        for i, (lo, hi, vl, tl, kd0, dg, o, d, g, g2, codec) in enumerate(self._joint_consts):
+            q, dq, tau, kp, kd = qs[i], dqs[i], taus[i], kps[i], kds[i]
+            qc = lo if q < lo else hi if q > hi else q
+            dqc = -vl if dq < -vl else vl if dq > vl else dq
+            tauc = -tl if tau < -tl else tl if tau > tl else tau
+            kpc = kp if kp > 0.0 else 0.0
+            kdc = kd if kd > 0.0 else 0.0
+            if kpc > 0.0 and kdc <= 0.0:  # a spring without damping would oscillate
+                kdc = kd0
+            if qc != q or dqc != dq or tauc != tau or kpc != kp or kdc != kd:
+                clamped = True
+            frames.append(codec.encode_command(reported(i, dg * (qc - o)), dg * dqc, kpc / g2, kdc / g2,
+                                               d * tauc / g))
+        return frames, clamped
+
+    def _drain_late(self) -> list[Reading | None]:
         """Frames that arrived after the previous cycle's deadline: counted as late (they did not
         count as replies), their states still checked for faults."""
-        got: list[Feedback | None] = [None] * self.n
+        got: list[Reading | None] = [None] * self.n
         while (msg := self.transport.recv(0.0)) is not None:
             i = self._by_master.get(msg.arbitration_id)
             if i is None:
                 self.counters["unknown_frames"] += 1
                 continue
-            fb = self._decode(i, msg.data)
-            if fb is not None:
+            r = self._read(i, msg.data)
+            if r is not None:
                 self.motors[i].late += 1
-                got[i] = fb
+                got[i] = r
         return got
 
-    def _collect_cycle(self, deadline: float) -> list[Feedback | None]:
-        got: list[Feedback | None] = [None] * self.n
+    def _collect_cycle(self, deadline: float) -> list[Reading | None]:
+        """Every motor's reply to this cycle's frames, until all came or ``deadline`` [s,
+        monotonic]; ``None`` for a motor that did not reply (counted as missed)."""
+        got: list[Reading | None] = [None] * self.n
         pending = self.n
+        recv = self.transport.recv
+        by_master = self._by_master
         while pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            msg = self.transport.recv(remaining)
+            msg = recv(remaining)
             if msg is None:
                 break
-            i = self._by_master.get(msg.arbitration_id)
+            i = by_master.get(msg.arbitration_id)
             if i is None:
                 self.counters["unknown_frames"] += 1
                 continue
-            fb = self._decode(i, msg.data)
-            if fb is None:
+            r = self._read(i, msg.data)
+            if r is None:
                 continue
             if got[i] is None:
                 pending -= 1
-            got[i] = fb
-        for i, fb in enumerate(got):
-            m = self.motors[i]
-            if fb is None:
+            got[i] = r
+        for i, m in enumerate(self.motors):
+            if got[i] is None:
                 m.missed_consecutive += 1
                 m.missed_total += 1
             else:
                 m.missed_consecutive = 0
         return got
 
-    def _store_state(self, replies: Sequence[Feedback | None], fresh: np.ndarray) -> None:
-        raw = np.array([r.position if r is not None else np.nan for r in replies])
-        vel = np.array([r.velocity if r is not None else np.nan for r in replies])
-        tor = np.array([r.torque if r is not None else np.nan for r in replies])
-        p = self._unwrap.update(raw, fresh)
-        q, dq, tau = self.map.to_joint(p, vel, tor)
-        self._position = np.where(fresh, q, self._position)
-        self._velocity = np.where(fresh, dq, np.nan)
-        self._effort = np.where(fresh, tau, np.nan)
+    def _store_state(self, replies: Sequence[Reading | None]) -> None:
+        """Joint-space position, velocity and effort from this cycle's readings (unwrapped,
+        mapped back with the same arithmetic as :meth:`~.joint_map.JointMap.to_joint`); a motor
+        without a reply keeps its last position and gets NaN velocity and effort."""
+        unwrap = self._unwrap.update_one
+        position, velocity, effort = self._position, [_NAN] * self.n, [_NAN] * self.n
+        for i, (*_, dg, o, d, g, _g2, _codec) in enumerate(self._joint_consts):
+            r = replies[i]
+            if r is None:
+                continue
+            position[i] = d * unwrap(i, r[1]) / g + o
+            velocity[i] = d * r[2] / g
+            effort[i] = dg * r[3]
+        self._velocity, self._effort = velocity, effort
 
-    def _sample(self, stamp: float, fresh: np.ndarray) -> JointSample:
-        return JointSample(stamp, self._cycle, np.where(fresh, self._position, np.nan), self._velocity.copy(),
-                           self._effort.copy(), fresh)
+    def _sample(self, stamp: float, replies: Sequence[Reading | None]) -> JointSample:
+        fresh = [r is not None for r in replies]
+        position = [q if f else _NAN for q, f in zip(self._position, fresh, strict=True)]
+        return JointSample(stamp, self._cycle, np.array(position), np.array(self._velocity),
+                           np.array(self._effort), np.array(fresh))
 
-    def _check_faults(self, replies: Sequence[Feedback | None], *, missed: bool = True) -> Trip | None:
-        for i, fb in enumerate(replies):
+    def _check_faults(self, replies: Sequence[Reading | None], *, missed: bool = True) -> Trip | None:
+        for i, r in enumerate(replies):
             m = self.motors[i]
-            if fb is not None and fb.state != MotorState.ENABLED:
-                why = describe(fb.state) if fb.state.is_fault else \
+            if r is not None and r[0] != _ENABLED:
+                state = _STATES[r[0]]
+                why = describe(state) if state.is_fault else \
                     "0x0 disabled while it should be enabled (reset or power cut?)"
                 return Trip(TripKind.MOTOR_FAULT, m.joint,
-                            f"motor 0x{m.can_id:02X} reports {why}; MOSFET {fb.t_mos} °C, "
-                            f"rotor {fb.t_rotor} °C")
+                            f"motor 0x{m.can_id:02X} reports {why}; MOSFET {r[4]} °C, "
+                            f"rotor {r[5]} °C")
             if missed and m.missed_consecutive > self.config.max_missed_replies:
                 return Trip(TripKind.MISSED_REPLIES, m.joint,
                             f"motor 0x{m.can_id:02X} missed {m.missed_consecutive} replies in a row (limit "
@@ -752,16 +813,20 @@ class Bridge:
             self._bus_dead = True
             self.log.error("polling the disabled motors failed, stopping all bus traffic: %s", exc)
             return
-        fresh = np.array([r is not None for r in replies])
-        self._store_state(replies, fresh)
+        readings = [None if r is None else _reading(r) for r in replies]
+        self._store_state(readings)
         self._cycle += 1
         if self.on_sample is not None:
-            self.on_sample(self._sample(stamp, fresh))
+            self.on_sample(self._sample(stamp, readings))
         enabled = [self.names[i] for i, r in enumerate(replies)
                    if r is not None and r.state == MotorState.ENABLED]
         if enabled:  # should never happen; disable again
             self.log.error("motors %s report enabled after the trip: disabling again", enabled)
             self.disable_all(reason="re-disable after trip")
+
+
+def _reading(fb: Feedback) -> Reading:
+    return (int(fb.state), fb.position, fb.velocity, fb.torque, fb.t_mos, fb.t_rotor)
 
 
 def _sleep_until(deadline: float) -> None:

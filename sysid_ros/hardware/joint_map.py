@@ -84,36 +84,65 @@ class JointMap:
 
 
 class PositionUnwrapper:
-    """Continuous motor positions from readings that wrap across ``±pmax`` (``(n,)`` [rad])."""
+    """Continuous motor positions from readings that wrap across ``±pmax`` (``(n,)`` [rad]).
+
+    The per-motor state is kept as Python floats: the control loop calls the scalar
+    :meth:`update_one` / :meth:`reported_one` once per motor and cycle (numpy on 6-element
+    vectors costs more than it saves); :meth:`update` / :meth:`to_reported` are the vector forms.
+    """
 
     def __init__(self, pmax: Sequence[float]) -> None:
         self.pmax = np.asarray(pmax, dtype=float)
-        self.offset = np.zeros_like(self.pmax)  # [rad] unwrapped − reported, multiple of 2·pmax (+ turns)
-        self._last = np.full_like(self.pmax, np.nan)
+        self._pmax = [float(x) for x in self.pmax]
+        self._span = [2.0 * x for x in self._pmax]
+        self._offset = [0.0] * len(self._pmax)  # [rad] unwrapped − reported, multiple of 2·pmax (+ turns)
+        self._last = [math.nan] * len(self._pmax)
+
+    @property
+    def offset(self) -> np.ndarray:
+        """``(n,)`` [rad] unwrapped − reported position (a copy)."""
+        return np.array(self._offset)
 
     def reset(self) -> None:
-        self.offset[:] = 0.0
-        self._last[:] = np.nan
+        self._offset = [0.0] * len(self._pmax)
+        self._last = [math.nan] * len(self._pmax)
+
+    def update_one(self, i: int, raw: float) -> float:
+        """Motor ``i``'s unwrapped position [rad] after a finite reading ``raw`` [rad]: a jump of
+        more than ``pmax`` since its last reading is a wrap across the edge."""
+        last = self._last[i]
+        if last == last:  # not NaN: a previous reading exists
+            jump = raw - last
+            if jump > self._pmax[i]:
+                self._offset[i] -= self._span[i]
+            elif jump < -self._pmax[i]:
+                self._offset[i] += self._span[i]
+        self._last[i] = raw
+        return raw + self._offset[i]
+
+    def current_one(self, i: int) -> float:
+        """Motor ``i``'s last unwrapped position [rad] (NaN before any reading)."""
+        return self._last[i] + self._offset[i]
+
+    def reported_one(self, i: int, p: float) -> float:
+        """An unwrapped motor position ``p`` [rad] of motor ``i`` in its own reported frame."""
+        return p - self._offset[i]
 
     def update(self, raw: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         """Unwrapped positions of the readings ``raw (n,)``; entries with ``valid`` false (no reply
-        this cycle) keep their last unwrapped value (NaN before any reading)."""
+        this cycle) or non-finite keep their last unwrapped value (NaN before any reading)."""
         raw = np.asarray(raw, dtype=float)
         ok = np.isfinite(raw) if valid is None else (np.asarray(valid, dtype=bool) & np.isfinite(raw))
-        jump = np.where(ok & np.isfinite(self._last), raw - self._last, 0.0)
-        span = 2.0 * self.pmax
-        self.offset -= np.where(jump > self.pmax, span, 0.0)
-        self.offset += np.where(jump < -self.pmax, span, 0.0)
-        self._last = np.where(ok, raw, self._last)
-        return self._last + self.offset
+        return np.array([self.update_one(i, float(raw[i])) if ok[i] else self.current_one(i)
+                         for i in range(len(self._pmax))])
 
     def to_reported(self, p: np.ndarray) -> np.ndarray:
         """An unwrapped motor position (a command) in the motor's own reported frame."""
-        return np.asarray(p, dtype=float) - self.offset
+        return np.asarray(p, dtype=float) - np.array(self._offset)
 
     def add_turns(self, turns: np.ndarray) -> None:
         """Shift by whole shaft turns (the start-up resolution of :func:`resolve_turns`)."""
-        self.offset += SHAFT_TURN * np.asarray(turns, dtype=float)
+        self._offset = [o + SHAFT_TURN * float(k) for o, k in zip(self._offset, turns, strict=True)]
 
 
 def resolve_turns(joint_map: JointMap, motor_position: np.ndarray, lower: np.ndarray, upper: np.ndarray,
