@@ -78,18 +78,16 @@ from .codec import (
     TIMEOUT_UNIT_S,
     UINT32_REGISTERS,
     CtrlMode,
-    Feedback,
+    MitCodec,
     MitCommand,
     MitLimits,
     MotorState,
     Register,
     Special,
     decode_force_pos,
-    decode_mit,
     decode_pos_vel,
     decode_velocity,
     describe,
-    encode_feedback,
     mode_offset,
     parse_register_request,
     parse_special,
@@ -109,6 +107,10 @@ BUS_OFF_ERROR_ID = 0x40
 ENOBUFS = 105
 POSITION_LOOP_GAIN = 20.0
 """[1/s] position loop of the position-velocity and force-position stand-ins."""
+
+_MODES = {int(m): m for m in CtrlMode}
+_CTRL_MODE, _TIMEOUT, _TMAX = Register.CTRL_MODE, Register.TIMEOUT, Register.TMAX
+_PMAX, _VMAX = Register.PMAX, Register.VMAX
 
 # Gear ratio and torque constant of the models the project ships (emulator defaults; others 1 and 0).
 _GEAR = {"DM4310": 10.0, "DM4310-48V": 10.0, "DM4340": 40.0, "DM4340-48V": 40.0}
@@ -183,6 +185,7 @@ class EmulatedMotor:
         })
         self._flash = dict(self.registers)
         self._limits: MitLimits | None = None
+        self._codec: MitCodec | None = None
         self._limits_key: tuple = ()
         self.esc_id, self.mst_id = joint.can_id, joint.master_id
         self.enabled = False
@@ -209,17 +212,24 @@ class EmulatedMotor:
 
     @property
     def mode(self) -> CtrlMode:
-        return CtrlMode(self.registers[Register.CTRL_MODE])
+        value = self.registers[_CTRL_MODE]
+        return _MODES.get(value) or CtrlMode(value)
 
     @property
     def limits(self) -> MitLimits:
         """The mapping ranges of the PMAX/VMAX/TMAX registers (cached; rebuilt after a write)."""
+        return self.codec.limits
+
+    @property
+    def codec(self) -> MitCodec:
+        """MIT command / feedback frames at :attr:`limits` (cached with them)."""
         r = self.registers
-        key = (r[Register.PMAX], r[Register.VMAX], r[Register.TMAX])
-        if self._limits is None or key != self._limits_key:  # also sees direct writes to .registers
+        key = (r[_PMAX], r[_VMAX], r[_TMAX])
+        if self._codec is None or key != self._limits_key:  # also sees direct writes to .registers
             self._limits = MitLimits(float(key[0]), float(key[1]), float(key[2]))
+            self._codec = MitCodec(self._limits)
             self._limits_key = key
-        return self._limits
+        return self._codec
 
     @property
     def name(self) -> str:
@@ -249,7 +259,7 @@ class EmulatedMotor:
         """Registers back from flash (deferred ID/bit-rate writes take effect), disabled, faults
         and multi-turn position cleared."""
         self.registers = dict(self._flash)
-        self._limits = None
+        self._limits = self._codec = None
         self.esc_id, self.mst_id = int(self.registers[Register.ESC_ID]), int(self.registers[Register.MST_ID])
         self.latched = None
         self._release()
@@ -290,12 +300,12 @@ class EmulatedMotor:
         if special is not None:
             self._special(special, position)
             return self.feedback(position, velocity)
-        if len(data) != 8 and not (self.mode is CtrlMode.VEL and len(data) == 4):
+        mode = self.mode
+        if len(data) != 8 and not (mode is CtrlMode.VEL and len(data) == 4):
             return None
         if self.enabled:
-            mode = self.mode
             if mode is CtrlMode.MIT:
-                self.command = decode_mit(data, self.limits)
+                self.command = self.codec.decode_command(data)
             else:
                 decoded = {CtrlMode.POS_VEL: decode_pos_vel, CtrlMode.VEL: lambda d: (decode_velocity(d),),
                            CtrlMode.FORCE_POS: decode_force_pos}[mode](data)
@@ -349,7 +359,7 @@ class EmulatedMotor:
             return None
         if self._valid(rid, request.value):
             self.registers[rid] = request.value
-            self._limits = None
+            self._limits = self._codec = None
         return bytes(data)  # the echo
 
     @staticmethod
@@ -373,7 +383,7 @@ class EmulatedMotor:
         if not self.enabled or self.latched is not None:
             self.torque_applied = 0.0
             return 0.0
-        tmax = float(self.registers[Register.TMAX])
+        tmax = float(self.registers[_TMAX])
         p = position - self.zero_offset
         mode = self.mode
         tau = 0.0
@@ -398,8 +408,10 @@ class EmulatedMotor:
     def watchdog(self, now: float) -> float | None:
         """The instant [s, monotonic] the CAN TIMEOUT expired if it has by ``now`` (the motor is
         then latched 0xD), else ``None``."""
-        ticks = int(self.registers[Register.TIMEOUT])
-        if ticks <= 0 or not self.enabled or self.latched is not None:
+        if not self.enabled or self.latched is not None:
+            return None
+        ticks = int(self.registers[_TIMEOUT])
+        if ticks <= 0:
             return None
         expiry = self.last_rx + ticks * TIMEOUT_UNIT_S
         if now < expiry:
@@ -409,12 +421,14 @@ class EmulatedMotor:
 
     def feedback(self, position: float, velocity: float) -> bytes:
         """The feedback payload at this shaft state (position wrapped into ±PMAX)."""
-        lim = self.limits
+        codec = self.codec
+        pmax = codec.limits.pmax
         p = position - self.zero_offset
-        span = 2.0 * lim.pmax
-        p = (p + lim.pmax) % span - lim.pmax
-        return encode_feedback(Feedback(self.esc_id & 0xF, self.state, p, velocity, self.torque_applied,
-                                        round(self.t_mos), round(self.t_rotor)), lim)
+        span = 2.0 * pmax
+        p = (p + pmax) % span - pmax
+        state = self.latched if self.latched is not None else 1 if self.enabled else 0
+        return codec.encode_feedback(self.esc_id & 0xF, state, p, velocity, self.torque_applied,
+                                     round(self.t_mos), round(self.t_rotor))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,21 +569,35 @@ class MotorEmulator:
         return self._error
 
     def _run(self) -> None:
+        """Wait for a frame, take every frame already queued behind it, handle them in order and
+        send their replies in one burst: one wake-up of this thread (and of the host waiting for
+        the replies) per command round rather than per frame."""
+        recv = self.bus.recv
+        replies: list[tuple[int, bytes]] = []
         try:
             last = time.monotonic()
             while self._running.is_set():
-                msg = self.bus.recv(timeout=self.poll_period)
-                now = time.monotonic()
+                msg = recv(timeout=self.poll_period)
+                batch = [msg]
                 if msg is not None:
-                    # handle the frame at the moment it was on the bus, not when this thread got
-                    # to it: a starved emulator thread must not see its own lateness as a host
-                    # timeout (bus timestamps are wall-clock, ``time.time()``)
-                    age = time.time() - msg.timestamp
-                    if 0.0 <= age < 1.0:
-                        now = max(last, now - age)
-                last = now
+                    while (more := recv(timeout=0.0)) is not None:
+                        batch.append(more)
+                mono, wall = time.monotonic(), time.time()
                 with self._lock:
-                    self.process(msg, now)
+                    for msg in batch:
+                        now = mono
+                        if msg is not None:
+                            # handle the frame at the moment it was on the bus, not when this
+                            # thread got to it: a starved emulator thread must not see its own
+                            # lateness as a host timeout (bus timestamps are wall-clock)
+                            age = wall - msg.timestamp
+                            if 0.0 <= age < 1.0:
+                                now = max(last, mono - age)
+                        last = now
+                        self._handle(msg, now, replies)
+                    for arbitration_id, data in replies:
+                        self._send(arbitration_id, data)
+                replies.clear()
         except BaseException as exc:  # a dead emulator must be visible to the tests that use it
             log.exception("damiao emulator stopped")
             self._error = exc
@@ -578,30 +606,41 @@ class MotorEmulator:
     # -- the core step (public so a host can drive the emulator without a thread) -------------
 
     def process(self, msg: can.Message | None, now: float) -> None:
-        """Advance to ``now`` [s, monotonic] and handle ``msg`` (``None``: only advance)."""
+        """Advance to ``now`` [s, monotonic] and handle ``msg`` (``None``: only advance); the
+        reply, if any, is sent at once."""
+        replies: list[tuple[int, bytes]] = []
         with self._lock:
-            if self.clock == "realtime":
-                self._advance_to(now)
-            if msg is None or msg.is_error_frame or msg.is_remote_frame or msg.is_fd or self.bus_off:
-                self._watchdogs(now)
-                return
-            if msg.is_extended_id:
-                return
-            data = bytes(msg.data)
-            for i, motor in enumerate(self.motors):
-                if motor.comm_lost or not motor.addressed(msg.arbitration_id, data):
-                    continue
-                if self.clock == "lockstep" and msg.arbitration_id != REGISTER_REQUEST_ID:
-                    if i in self._round:
-                        self._round.clear()
-                        for _ in range(self.lockstep_steps):
-                            self._step()
-                    self._round.add(i)
-                motor.watchdog(now)  # a frame after the expiry finds the motor latched
-                p, v = self._motor_state(i)
-                reply = motor.receive(msg.arbitration_id, data, now, p, v)
-                if reply is not None:
-                    self._send(motor.mst_id, reply)
+            self._handle(msg, now, replies)
+            for arbitration_id, data in replies:
+                self._send(arbitration_id, data)
+
+    def _handle(self, msg: can.Message | None, now: float, replies: list[tuple[int, bytes]]) -> None:
+        """:meth:`process` with the replies appended to ``replies`` as ``(arbitration_id, payload)``
+        instead of sent (the caller holds the lock)."""
+        if self.clock == "realtime":
+            self._advance_to(now)
+        if msg is None or msg.is_error_frame or msg.is_remote_frame or msg.is_fd or self.bus_off:
+            self._watchdogs(now)
+            return
+        if msg.is_extended_id:
+            return
+        arbitration_id = msg.arbitration_id
+        data = bytes(msg.data)
+        lockstep = self.clock == "lockstep" and arbitration_id != REGISTER_REQUEST_ID
+        for i, motor in enumerate(self.motors):
+            if motor.comm_lost or not motor.addressed(arbitration_id, data):
+                continue
+            if lockstep:
+                if i in self._round:
+                    self._round.clear()
+                    for _ in range(self.lockstep_steps):
+                        self._step()
+                self._round.add(i)
+            motor.watchdog(now)  # a frame after the expiry finds the motor latched
+            p, v = self._motor_state(i)
+            reply = motor.receive(arbitration_id, data, now, p, v)
+            if reply is not None:
+                replies.append((motor.mst_id, reply))
 
     def _send(self, arbitration_id: int, data: bytes, *, error: bool = False) -> None:
         msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False,
