@@ -93,6 +93,7 @@ from .codec import (
     parse_special,
     register_reply_frame,
 )
+from .transport import Payload
 
 log = logging.getLogger(__name__)
 
@@ -643,7 +644,7 @@ class MotorEmulator:
                 replies.append((motor.mst_id, reply))
 
     def _send(self, arbitration_id: int, data: bytes, *, error: bool = False) -> None:
-        msg = can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False,
+        msg = can.Message(arbitration_id=arbitration_id, data=Payload(data), is_extended_id=False,
                           is_error_frame=error)
         try:
             self.bus.send(msg)
