@@ -393,16 +393,18 @@ class MitCodec:
         total = position + velocity + kp + kd + torque
         if total - total != 0.0:  # a NaN or ±inf somewhere: the reference path names it and raises
             return encode_mit(MitCommand(position, velocity, kp, kd, torque), self.limits)
+        # each field: clamped to [lo, hi] (conditional expressions: no builtin calls), scaled and
+        # rounded to nearest; the argument of int() is ≥ 0.5, so int() is floor here
         lo, hi, w = self._p
-        p = int((min(max(position, lo), hi) - lo) * _U16 / w + 0.5)  # ≥ 0.5: int() is floor here
+        p = int(((lo if position < lo else hi if position > hi else position) - lo) * _U16 / w + 0.5)
         lo, hi, w = self._v
-        v = int((min(max(velocity, lo), hi) - lo) * _U12 / w + 0.5)
+        v = int(((lo if velocity < lo else hi if velocity > hi else velocity) - lo) * _U12 / w + 0.5)
         lo, hi, w = self._kp
-        kpc = int((min(max(kp, lo), hi) - lo) * _U12 / w + 0.5)
+        kpc = int(((lo if kp < lo else hi if kp > hi else kp) - lo) * _U12 / w + 0.5)
         lo, hi, w = self._kd
-        kdc = int((min(max(kd, lo), hi) - lo) * _U12 / w + 0.5)
+        kdc = int(((lo if kd < lo else hi if kd > hi else kd) - lo) * _U12 / w + 0.5)
         lo, hi, w = self._t
-        t = int((min(max(torque, lo), hi) - lo) * _U12 / w + 0.5)
+        t = int(((lo if torque < lo else hi if torque > hi else torque) - lo) * _U12 / w + 0.5)
         word = (p << 48) | (v << 36) | (kpc << 24) | (kdc << 12) | t
         if _SPECIAL_LOW <= word <= _SPECIAL_HIGH:  # FF×7 then FB..FE: would be a special command
             word -= 1 << 12  # kd one count lower, as encode_mit does
@@ -431,13 +433,13 @@ class MitCodec:
             return encode_feedback(Feedback(motor_id, state, position, velocity, torque, t_mos, t_rotor),
                                    self.limits)
         lo, hi, w = self._p
-        p = int((min(max(position, lo), hi) - lo) * _U16 / w + 0.5)
+        p = int(((lo if position < lo else hi if position > hi else position) - lo) * _U16 / w + 0.5)
         lo, hi, w = self._v
-        v = int((min(max(velocity, lo), hi) - lo) * _U12 / w + 0.5)
+        v = int(((lo if velocity < lo else hi if velocity > hi else velocity) - lo) * _U12 / w + 0.5)
         lo, hi, w = self._t
-        t = int((min(max(torque, lo), hi) - lo) * _U12 / w + 0.5)
+        t = int(((lo if torque < lo else hi if torque > hi else torque) - lo) * _U12 / w + 0.5)
         word = ((int(state) << 60) | (int(motor_id) << 56) | (p << 40) | (v << 28) | (t << 16)
-                | (min(max(round(t_mos), 0), 255) << 8) | min(max(round(t_rotor), 0), 255))
+                | (_byte(round(t_mos)) << 8) | _byte(round(t_rotor)))
         return word.to_bytes(8, "big")
 
     def decode_feedback(self, data: bytes | bytearray) -> tuple[int, float, float, float, int, int] | None:
@@ -459,6 +461,12 @@ class MitCodec:
 
 
 _STATE_CODES = frozenset(int(s) for s in MotorState)
+
+
+def _byte(u: int) -> int:
+    """``u`` clamped to 0..255."""
+    return 0 if u < 0 else 255 if u > 255 else u
+
 _SPECIAL_LOW = int.from_bytes(b"\xff" * 7 + b"\xfb", "big")
 _SPECIAL_HIGH = int.from_bytes(b"\xff" * 7 + b"\xfe", "big")
 
