@@ -14,6 +14,7 @@ cycles; the real bus (6 motors at 1 Mbit/s ≈ 750 Hz) is then the limit, not th
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import threading
@@ -34,6 +35,24 @@ from sysid_ros.hardware.emulator import MotorEmulator  # noqa: E402
 def _thread_cpu(thread: threading.Thread) -> float:
     """CPU time [s] a running thread has used (Linux per-thread clock)."""
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
+
+class CollectorPauses:
+    """Durations of the garbage collector's passes per generation while installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self._start)
+
+    def as_text(self) -> str:
+        return "   ".join(f"gen{g} {len(p)} (max {1e6 * max(p, default=0.0):.0f} us)"
+                           for g, p in self.pauses.items())
 
 
 def main() -> int:
@@ -83,9 +102,12 @@ def main() -> int:
         cpu = {name: _thread_cpu(thread) for name, thread in (("bridge", bridge._thread),
                                                                ("emulator", emulator._thread))}
         cycles_before = bridge._cycle
+        pauses = CollectorPauses()
+        gc.callbacks.append(pauses)
         measured_from = time.monotonic()
         time.sleep(args.duration)  # a benchmark measures wall time; nothing to synchronise with
         elapsed = time.monotonic() - measured_from
+        gc.callbacks.remove(pauses)
         cycles = bridge._cycle - cycles_before
         cpu = {name: (_thread_cpu(thread) - cpu[name]) / max(cycles, 1)
                for name, thread in (("bridge", bridge._thread), ("emulator", emulator._thread))}
@@ -113,6 +135,7 @@ def main() -> int:
           "(encode, send, wait for replies, decode, state)")
     print(f"  CPU per cycle   bridge loop thread {1e6 * cpu['bridge']:.0f} us, emulator thread "
           f"{1e6 * cpu['emulator']:.0f} us (one GIL: both share a core)")
+    print(f"  GC passes       {pauses.as_text()}")
     print(f"  overruns        {summary.overruns} (work longer than a period)   "
           f"missed cycles {summary.missed}")
     print(f"  missed replies  {sum(m.missed_total for m in status.motors)} "

@@ -37,6 +37,7 @@ thread and must be quick.
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import math
 import threading
@@ -310,6 +311,7 @@ class Bridge:
             self._hold = hold
             self.watchdog.reset()
             self._mode = WatchdogMode.IDLE
+        _freeze_heap()  # before enabling: the collection takes ~10 ms with no command going out
         self._enable_all()
         self.timing.reset()
         self._stop.clear()
@@ -823,6 +825,17 @@ class Bridge:
         if enabled:  # should never happen; disable again
             self.log.error("motors %s report enabled after the trip: disabling again", enabled)
             self.disable_all(reason="re-disable after trip")
+
+
+def _freeze_heap() -> None:
+    """Collect once, then move every object alive now out of the garbage collector's reach
+    (``gc.freeze``), so that a full collection during the control loop looks only at what was
+    allocated since activation instead of the whole start-up heap (models, MuJoCo, rclpy): a full
+    pass over the start-up heap takes ~11 ms (11 missed cycles at 1 kHz), after the freeze a few
+    µs. The loop allocates no reference cycles (its garbage goes by reference counting), so the
+    frozen objects are the long-lived ones anyway. Process-wide and idempotent."""
+    gc.collect()
+    gc.freeze()
 
 
 def _reading(fb: Feedback) -> Reading:
