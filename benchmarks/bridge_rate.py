@@ -4,11 +4,17 @@ answering on a python-can virtual bus in the same process, for ``--duration`` se
 The bridge runs exactly as in the node (its control thread on a monotonic schedule, a clamped MIT
 frame per motor, every reply collected within the per-cycle deadline, joint-space state out), with
 a command stream from another thread at 100 Hz (a slow sine on every joint) as the topic would
-give. Printed: achieved rate, period mean/p50/p99/max, jitter, the cycle's work time, overruns,
-missed cycles (scheduled slots skipped), missed and late replies. Target: ≥ 1 kHz with no missed
-cycles; the real bus (6 motors at 1 Mbit/s ≈ 750 Hz) is then the limit, not the host.
+give. Printed: achieved rate, period mean/p50/p99/max, jitter, the cycle's work time, CPU time
+per cycle of the loop and emulator threads, the garbage collector's passes, overruns, missed
+cycles (scheduled slots skipped), missed and late replies. Target: ≥ 1 kHz with no missed cycles;
+the real bus (6 motors at 1 Mbit/s ≈ 750 Hz) is then the limit, not the host.
+
+``--host-baseline`` first runs, for the same duration, a thread that only sleeps to the same
+schedule with the loop's skip rule (no work at all): the slots it misses are the host's wake-up
+latency (scheduler, virtual machine), a floor no control loop on this host can go below.
 
     python benchmarks/bridge_rate.py [--rate 1000] [--duration 60] [--clock lockstep|realtime]
+                                     [--host-baseline]
 """
 
 from __future__ import annotations
@@ -55,6 +61,35 @@ class CollectorPauses:
                            for g, p in self.pauses.items())
 
 
+def sleep_only_loop(rate: float, duration: float) -> tuple[int, np.ndarray]:
+    """Missed slots and wake-up lateness [s] of a thread that only sleeps to a ``rate`` schedule
+    for ``duration`` (the bridge loop's schedule and skip rule, with no work)."""
+    period = 1.0 / rate
+    result: list = []
+
+    def run() -> None:
+        next_start = time.monotonic()
+        end = next_start + duration
+        missed, lateness = 0, []
+        while (start := time.monotonic()) < end:
+            lateness.append(start - next_start)
+            next_start += period
+            now = time.monotonic()
+            if now > next_start:
+                skipped = int((now - next_start) // period) + 1
+                missed += skipped
+                next_start += skipped * period
+            remaining = next_start - time.monotonic()
+            if remaining > 0:
+                time.sleep(remaining)
+        result.extend((missed, np.asarray(lateness[1:])))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return result[0], result[1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
@@ -63,8 +98,17 @@ def main() -> int:
                         help="emulator physics: one period per command round, or the wall clock")
     parser.add_argument("--switch-interval", type=float, default=5e-4,
                         help="Python GIL switch interval [s] (the node uses 0.5 ms)")
+    parser.add_argument("--host-baseline", action="store_true",
+                        help="first measure a sleep-only loop on the same schedule (the host's floor)")
     args = parser.parse_args()
     sys.setswitchinterval(args.switch_interval)
+    if args.host_baseline:
+        missed, late = sleep_only_loop(args.rate, args.duration)
+        print(f"host baseline: a thread that only sleeps to a {args.rate:.0f} Hz schedule for "
+              f"{args.duration:.0f} s: missed slots {missed}; "
+              f"wake-up lateness p50 {1e6 * np.median(late):.0f} us, "
+              f"p99 {1e6 * np.percentile(late, 99):.0f} us, max {1e6 * late.max():.0f} us, "
+              f"> 0.5 ms {int(np.count_nonzero(late > 5e-4))}, > 1 ms {int(np.count_nonzero(late > 1e-3))}")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
     channel = f"bench-{uuid.uuid4().hex[:8]}"
