@@ -109,6 +109,7 @@ ENOBUFS = 105
 POSITION_LOOP_GAIN = 20.0
 """[1/s] position loop of the position-velocity and force-position stand-ins."""
 
+_MAX_BATCH = 64  # frames handled per wake-up at most (a flooding host still gets replies)
 _MODES = {int(m): m for m in CtrlMode}
 _CTRL_MODE, _TIMEOUT, _TMAX = Register.CTRL_MODE, Register.TIMEOUT, Register.TMAX
 _PMAX, _VMAX = Register.PMAX, Register.VMAX
@@ -301,10 +302,10 @@ class EmulatedMotor:
         if special is not None:
             self._special(special, position)
             return self.feedback(position, velocity)
-        mode = self.mode
-        if len(data) != 8 and not (mode is CtrlMode.VEL and len(data) == 4):
+        if len(data) != 8 and not (self.mode is CtrlMode.VEL and len(data) == 4):
             return None
         if self.enabled:
+            mode = self.mode
             if mode is CtrlMode.MIT:
                 self.command = self.codec.decode_command(data)
             else:
@@ -581,7 +582,7 @@ class MotorEmulator:
                 msg = recv(timeout=self.poll_period)
                 batch = [msg]
                 if msg is not None:
-                    while (more := recv(timeout=0.0)) is not None:
+                    while len(batch) < _MAX_BATCH and (more := recv(timeout=0.0)) is not None:
                         batch.append(more)
                 mono, wall = time.monotonic(), time.time()
                 with self._lock:
