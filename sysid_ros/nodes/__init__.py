@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 
 
@@ -40,8 +41,12 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
         failed = True
     except RuntimeError:
-        # SIGINT shuts the context down while the executor may be taking a message; rclpy then
-        # raises from inside the take. That is the normal end, not a failure.
+        # SIGINT arriving while the executor takes a message surfaces from rclpy's C++ take as a
+        # RuntimeError (pybind11 "unable to convert call argument"); rclpy's signal handler shuts
+        # the context down at the same moment. That is the normal end, not a failure.
+        deadline = time.monotonic() + 1.0
+        while rclpy.ok() and time.monotonic() < deadline:
+            time.sleep(0.01)
         if rclpy.ok():
             raise
     finally:

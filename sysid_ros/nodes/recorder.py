@@ -19,16 +19,21 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from ..core.bag import BagRecording
 from ..core.errors import DataError
-from . import spin
+from . import parameter_value, spin
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
     ("topics", ["/joint_states", "/motor_command", "/sim/true_parameters"], "topics to record"),
+    ("types", Parameter.Type.STRING_ARRAY,
+     "message type per topic, e.g. sensor_msgs/msg/JointState: subscribed at start ('' or unset = "
+     "discovered from the graph once a publisher appears)"),
+    ("latched_topics", ["/sim/true_parameters"], "declared topics recorded with TRANSIENT_LOCAL durability"),
     ("storage", "mcap", "mcap | sqlite3"),
     ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
 )
@@ -38,6 +43,14 @@ def message_class(type_name: str):
     """The Python class of a ROS message type ``pkg/msg/Name``."""
     pkg, kind, name = type_name.split("/")
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+def _message_class_or_error(type_name: str):
+    try:
+        return message_class(type_name)
+    except (ValueError, ImportError, AttributeError):
+        raise DataError(f"types: {type_name!r} is not an importable message type "
+                        "(expected e.g. sensor_msgs/msg/JointState)") from None
 
 
 class RecorderNode(Node):
@@ -51,10 +64,27 @@ class RecorderNode(Node):
         storage = self._get("storage")
         if storage not in ("mcap", "sqlite3"):
             raise DataError(f"storage must be 'mcap' or 'sqlite3', got {storage!r}")
-        self.bag = BagRecording(Path(output).expanduser(), storage=storage)
-        self._lock = threading.Lock()
         self._wanted = [t for t in self._get("topics") if t]
+        types = parameter_value(self, "types") or []
+        if types and len(types) != len(self._wanted):
+            raise DataError(f"types: expected one per topic ({len(self._wanted)}: {self._wanted}), "
+                            f"got {len(types)}")
+        declared = {topic: kind for topic, kind in zip(self._wanted, types, strict=False) if kind}
+        classes = {topic: _message_class_or_error(kind) for topic, kind in declared.items()}
+        self._lock = threading.Lock()
         self._recorded: dict[str, object] = {}
+        self.bag = BagRecording(Path(output).expanduser(), storage=storage)
+        try:  # declared topics: subscribed now, so nothing published from the start is missed
+            latched = set(self._get("latched_topics"))
+            for topic, kind in declared.items():
+                self.bag.add_topic(topic, kind)
+                qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL if topic in latched
+                                 else DurabilityPolicy.VOLATILE)
+                self._subscribe(topic, classes[topic], qos)
+        except BaseException:
+            self.bag.abort()  # nothing left behind
+            raise
         self.create_service(Trigger, "~/stop", self._on_stop)
         # graph discovery runs on the wall clock: it must not wait for a simulator's /clock
         self._discovery = self.create_timer(float(self._get("discovery_period")), self._discover,
@@ -83,9 +113,12 @@ class RecorderNode(Node):
                 self.get_logger().error(f"not recording {topic}: {exc}")
                 self._recorded[topic] = None
                 continue
-            self._recorded[topic] = self.create_subscription(
-                cls, topic, lambda data, t=topic: self._on_message(t, data), self._qos_for(topic), raw=True)
+            self._subscribe(topic, cls, self._qos_for(topic))
             self.get_logger().info(f"recording {topic} ({type_name})")
+
+    def _subscribe(self, topic: str, cls, qos: QoSProfile) -> None:
+        self._recorded[topic] = self.create_subscription(
+            cls, topic, lambda data, t=topic: self._on_message(t, data), qos, raw=True)
 
     def _qos_for(self, topic: str) -> QoSProfile:
         """Match the publishers: reliable and/or transient-local only if every publisher is."""
