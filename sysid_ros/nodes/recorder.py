@@ -72,6 +72,7 @@ class RecorderNode(Node):
         declared = {topic: kind for topic, kind in zip(self._wanted, types, strict=False) if kind}
         classes = {topic: _message_class_or_error(kind) for topic, kind in declared.items()}
         self._lock = threading.Lock()
+        self._last_ns = 0
         self._recorded: dict[str, object] = {}
         self.bag = BagRecording(Path(output).expanduser(), storage=storage)
         try:  # declared topics: subscribed now, so nothing published from the start is missed
@@ -134,7 +135,10 @@ class RecorderNode(Node):
     def _on_message(self, topic: str, data: bytes) -> None:
         with self._lock:
             if not self.bag.closed:
-                self.bag.write(topic, self.get_clock().now().nanoseconds, data)
+                # log times never go back and never tie: readers order a bag by log time, and on
+                # simulated time everything received before the first /clock would log at 0
+                self._last_ns = max(self.get_clock().now().nanoseconds, self._last_ns + 1)
+                self.bag.write(topic, self._last_ns, data)
 
     def finish(self) -> Path | None:
         """Close the bag (idempotent). Returns its path, ``None`` if nothing was recorded."""
