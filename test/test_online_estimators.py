@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SHARED_ROBOTS
+from conftest import DEFAULT_ROBOT, SHARED_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel, SysIdError, logdet_divergence
 from sysid_ros.core.estimators.rls import RecursiveLeastSquares
@@ -313,3 +313,20 @@ def test_nuisance_links_are_exact_columns_of_force_and_momentum_rows():
     for a, y in rows:
         assert a.shape == (6, 76)
         np.testing.assert_allclose(a @ theta, y, atol=1e-6)
+
+
+def test_force_rows_of_joints_near_rest_carry_no_information_with_coulomb_friction():
+    from sysid_ros.core.online import ForceRows
+
+    model = RobotModel.from_mjcf(DEFAULT_ROBOT)  # friction loss 0.1 N·m: Coulomb terms known
+    target = payload_target(model, "link_6")
+    rng = np.random.default_rng(3)
+    q, dq, ddq = rng.normal(size=(3, 4, 6))
+    dq[:, 2] = 0.01  # joint3 barely moving
+    tau = rng.normal(size=(4, 6))
+    gated = ForceRows(target, min_speed=0.05).push_batch(np.arange(4.0), q, dq, ddq, tau)
+    plain = ForceRows(target).push_batch(np.arange(4.0), q, dq, ddq, tau)
+    for (a_g, y_g), (a_p, y_p) in zip(gated, plain, strict=True):
+        assert np.all(a_g[2] == 0) and y_g[2] == 0  # the slow joint's row is dropped
+        np.testing.assert_array_equal(np.delete(a_g, 2, 0), np.delete(a_p, 2, 0))
+        np.testing.assert_array_equal(np.delete(y_g, 2), np.delete(y_p, 2))

@@ -239,13 +239,16 @@ class Nuisance:
 class ForceRows:
     """Inverse-dynamics rows ``A = Y(q, q̇, q̈)``, ``y = τ − τ_known`` of a target; with
     ``nuisance`` (payload targets), those bodies' columns are appended and their nominal torque
-    leaves ``τ_known``."""
+    leaves ``τ_known``. With ``min_speed`` [rad/s] > 0 and Coulomb friction in the model (known or
+    identified), a joint's row is zeroed (carries no information) while the joint is slower than
+    that: the sign model of Coulomb friction fails near rest (stiction), as in batch identification."""
 
-    def __init__(self, target: Target, *, nuisance: Nuisance | None = None) -> None:
+    def __init__(self, target: Target, *, nuisance: Nuisance | None = None, min_speed: float = 0.0) -> None:
         if nuisance is not None and target.kind != "payload":
             raise SysIdError("nuisance bodies go with a payload target")
         self.target = target
         self.nuisance = nuisance
+        self.min_speed = float(min_speed) if "Fc" in target.model.joint_terms else 0.0
 
     def restart(self) -> None:
         """Nothing to restart: every row stands alone."""
@@ -258,7 +261,14 @@ class ForceRows:
             full = torque_regressor(model, q, dq, ddq)[..., cols]
             known = known - full @ model.nominal[cols]
             y = np.concatenate((y, full), axis=-1)
-        return y, np.asarray(tau) - known
+        rhs = np.asarray(tau) - known
+        if self.min_speed > 0:
+            joints = self.target.model.dof_indices  # hinge/slide joints (a free base has no friction)
+            slow = np.zeros(np.shape(rhs), dtype=bool)
+            slow[..., joints] = np.abs(np.asarray(dq)[..., joints]) < self.min_speed
+            y = np.where(slow[..., None], 0.0, y)
+            rhs = np.where(slow, 0.0, rhs)
+        return y, rhs
 
     def push(self, t, q, dq, ddq, tau):
         return self._rows(q, dq, ddq, tau)
@@ -478,11 +488,11 @@ class OnlineEstimator:
                  estimator: Estimator = "rls_logdet",
                  forgetting: float = 1.0, alpha: float = 1.0, weight: float | np.ndarray = 1.0,
                  window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
-                 truth: np.ndarray | None = None) -> None:
+                 truth: np.ndarray | None = None, min_speed: float = 0.0) -> None:
         self.target = target
         self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
         if regression == "force":
-            self.rows = ForceRows(target)
+            self.rows = ForceRows(target, min_speed=min_speed)
         elif regression == "momentum":
             self.rows = MomentumRows(target, window=window)
         elif regression == "conservation":

@@ -26,7 +26,9 @@ class OnlineOptions:
     """``method``: rls (force rows, RLS), rls_logdet (force rows, RLS log-det-div), momentum
     (generalised-momentum rows, RLS log-det-div). ``alpha``: regularisation strength;
     ``forgetting`` λ; ``torque_noise`` [N·m]: sets the row weight W = 1/σ²; ``cutoff`` [Hz]: causal
-    low-pass; ``window`` [s]: momentum window; ``batch``: samples per batched regressor call."""
+    low-pass; ``window`` [s]: momentum window; ``batch``: samples per batched regressor call;
+    ``min_speed`` [rad/s]: force rows of slower joints are not used when the model has Coulomb
+    friction (its sign model fails near rest)."""
 
     method: str = "rls_logdet"
     alpha: float = 1.0
@@ -35,6 +37,7 @@ class OnlineOptions:
     cutoff: float = 50.0
     window: float = 0.5
     batch: int = 50
+    min_speed: float = 0.05
     log_every: int = 1
 
 
@@ -53,7 +56,7 @@ def make_estimator(target: Target, options: OnlineOptions, *, sample_period: flo
     return OnlineEstimator(target, regression="force",
                            estimator="rls" if options.method == "rls" else "rls_logdet",
                            alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
-                           truth=truth)
+                           truth=truth, min_speed=options.min_speed)
 
 
 def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,

@@ -52,6 +52,7 @@ PARAMETERS = (
     ("torque_noise", 0.05, "torque noise σ [N·m]: row weight 1/σ²"),
     ("cutoff", 50.0, "causal low-pass cut-off [Hz]"),
     ("window", 0.5, "momentum window [s]"),
+    ("min_speed", 0.05, "force rows of joints slower than this [rad/s] are not used (Coulomb friction)"),
     ("sample_rate", 500.0, "nominal joint-state rate [Hz] (filter design)"),
     ("publish_rate", 10.0, "estimate publication rate [Hz]"),
     ("process_rate", 100.0, "batch processing rate [Hz]"),
@@ -140,7 +141,8 @@ class EstimatorNode(Node):
         self.options = OnlineOptions(method=self._get("method"), alpha=float(self._get("alpha")),
                                      forgetting=float(self._get("forgetting")),
                                      torque_noise=float(self._get("torque_noise")),
-                                     cutoff=float(self._get("cutoff")), window=float(self._get("window")))
+                                     cutoff=float(self._get("cutoff")), window=float(self._get("window")),
+                                     min_speed=float(self._get("min_speed")))
         fs = float(self._get("sample_rate"))
         self.estimator: OnlineEstimator = make_estimator(self.target, self.options, sample_period=1.0 / fs)
         self.conditioner = self._new_conditioner()
