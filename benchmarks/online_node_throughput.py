@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -31,8 +29,10 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
+from sysid_ros.core.online import CausalConditioner  # noqa: E402
 from sysid_ros.core.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.synthetic import Payload, simulate_dataset  # noqa: E402
+from sysid_ros.nodes.processes import NodeProcess  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -72,9 +72,13 @@ def stream(run, args):
         if lag > 0:
             time.sleep(lag)
     sent_done = time.perf_counter()
+    # the node withholds the samples of its filters' start-up transient (settling time)
+    cutoff = min(50.0, 0.45 * args.rate)
+    settle = CausalConditioner(len(run.joint_names), args.rate, cutoff, settle="auto").settle
+    expected = len(run) - int(np.ceil(settle * args.rate)) - 3
     while time.perf_counter() < sent_done + 15:
         m = latest.get("msg")
-        if m is not None and m.sample_count >= len(run) - 3:
+        if m is not None and m.sample_count >= expected:
             break
         time.sleep(0.01)
     m = latest.get("msg")
@@ -97,22 +101,14 @@ def main() -> int:
     payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.01 / 6)
     run = simulate_dataset(model, duration=args.duration, rate=args.rate, payload=payload,
                            sensor=SensorModel(torque_noise=0.05))
-    env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain))
-    node_proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", f"model_path:={model_path}",
-         "-p", "target:=hand", "-p", "alpha:=10.0", "-p", f"sample_rate:={args.rate}",
-         "-p", "publish_rate:=20.0", "-p", "reliable_input:=true"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node = NodeProcess("estimator", domain_id=args.domain, overrides={
+        "model_path": str(model_path), "target": "hand", "alpha": 10.0, "sample_rate": float(args.rate),
+        "publish_rate": 20.0, "reliable_input": True})
     try:
         m, caught_up, sent_time, failed = stream(run, args)
     finally:  # the node process never outlives the benchmark
-        if node_proc.poll() is None:
-            node_proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = node_proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            node_proc.kill()
-            out, _ = node_proc.communicate()
+        exit_code = node.stop()
+    out = node.output
     behind = out.count("behind by")
     if failed:
         print(f"{len(failed)} publishes failed (writer full), first at sample {failed[0][0]}: {failed[0][1]}")
@@ -120,7 +116,7 @@ def main() -> int:
           f"in {sent_time:.2f} s")
     print(f"estimator processed {m.sample_count if m else 0} samples; last estimate {caught_up * 1e3:.0f} ms "
           f"after the last message; 'behind' warnings: {behind}; final mass {m.values[0]:.3f} kg, "
-          f"divergence to prior {m.divergence_to_prior:.3g}; exit code {node_proc.returncode}")
+          f"divergence to prior {m.divergence_to_prior:.3g}; exit code {exit_code}")
     return 0
 
 
