@@ -64,6 +64,8 @@ class RLSLogDet:
         # quadratic in the relative error
         self.block_weights = (np.ones(len(self.blocks)) if block_weights is None
                               else np.asarray(block_weights, dtype=float).copy())
+        # f/α = data/α + Σ w_b(tr − log det) + quadratic terms is self-concordant when every w_b ≥ 1
+        self._self_concordant = bool(np.all(self.block_weights >= 1.0))
         if self.block_weights.shape != (len(self.blocks),) or np.any(self.block_weights <= 0):
             raise SysIdError(f"block_weights must be {len(self.blocks)} positive numbers")
         self.alpha, self.weight = float(alpha), weight
@@ -212,6 +214,14 @@ class RLSLogDet:
                 return theta, chol, iterations, decrement, cut, True
             step = self._step_length(theta, delta, l_inv)
             cut |= step < 1.0
+            if step == 1.0 and self._self_concordant and 2.0 * decrement / self.alpha < 0.0625:
+                # f/α is self-concordant and its Newton decrement is below 1/4: the full step is
+                # feasible and decreases f (Nesterov), no line search needed (the common update)
+                candidate = theta + delta
+                new_chol = self._chol(candidate)
+                if new_chol is not None:
+                    theta, chol = candidate, new_chol
+                    continue
             # backtracking (Armijo) on the objective keeps every step a descent step; the change
             # of the quadratic data term is computed exactly (no cancellation of large values)
             lin, quad = float(g_data @ delta), float(delta @ self.omega @ delta)
