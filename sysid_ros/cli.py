@@ -94,25 +94,16 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _trajectory(args: argparse.Namespace) -> int:
-    from .core.excitation import FourierTrajectory, Limits
-    from .core.excitation_design import condition_number, optimize_excitation
+    from .core.excitation import Limits
+    from .core.excitation_design import choose_excitation, condition_number
     from .core.excitation_plan import ExcitationPlan
     from .core.trajectory_file import write_trajectory_file
-    from .nodes.trajectory_publisher import coefficients_from_file
 
     model = RobotModel.from_mjcf(args.model)
     limits = Limits.of(model, acceleration=args.max_acceleration)
-    if args.coefficients:
-        traj = coefficients_from_file(args.coefficients, limits)
-    elif args.optimize:
-        design = optimize_excitation(model, limits, harmonics=args.harmonics, period=args.period,
-                                     seed=args.seed)
-        print(f"condition number {design.initial_condition_number:.1f} (random start) -> "
-              f"{design.condition_number:.1f} ({design.evaluations} evaluations, {design.solve_time:.1f} s)",
-              file=sys.stderr)
-        traj = design.trajectory
-    else:
-        traj = FourierTrajectory.random(limits, harmonics=args.harmonics, period=args.period, seed=args.seed)
+    traj = choose_excitation(model, limits, coefficients_file=args.coefficients or "", optimize=args.optimize,
+                             harmonics=args.harmonics, period=args.period, seed=args.seed,
+                             say=lambda msg: print(msg, file=sys.stderr))
     start = traj.q0 if not args.start else np.array([float(x) for x in args.start.split(",")])
     plan = ExcitationPlan.build(model, traj, start, excitation_time=args.duration or None,
                                 ramp_time=args.ramp, limits=limits)

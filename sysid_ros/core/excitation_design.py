@@ -9,7 +9,9 @@ every iterate is feasible by construction and the optimiser (scipy's L-BFGS-B on
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +23,8 @@ from .excitation import FourierTrajectory, Limits
 from .model import RobotModel
 from .regressor import torque_regressor
 
-__all__ = ["ExcitationDesign", "condition_number", "optimize_excitation"]
+__all__ = ["ExcitationDesign", "choose_excitation", "coefficients_from_file", "condition_number",
+           "optimize_excitation"]
 
 
 def condition_number(model: RobotModel, trajectory: FourierTrajectory, *,
@@ -84,3 +87,44 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
     best = fitted(res.x)
     return ExcitationDesign(best, condition_number(model, best, base=base), initial, int(res.nit),
                             int(res.nfev), time.perf_counter() - began, str(res.message))
+
+
+def coefficients_from_file(path: str, limits: Limits, *, margin: float = 0.1) -> FourierTrajectory:
+    """Fourier coefficients from JSON ``{"q0": [...], "a": [[...]], "b": [[...]], "period": s}``
+    (the ``trajectory`` block of a simulated bag's truth.json has this form), fitted inside
+    ``limits``."""
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+        doc = doc.get("trajectory", doc)
+        traj = FourierTrajectory(np.asarray(doc["q0"], dtype=float), np.asarray(doc["a"], dtype=float),
+                                 np.asarray(doc["b"], dtype=float), float(doc["period"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SysIdError(f"coefficients file {path}: expected JSON with q0, a, b, period ({exc})") from None
+    if traj.q0.shape != limits.lower.shape:
+        raise SysIdError(f"coefficients file {path}: {traj.q0.size} joints, the robot has "
+                         f"{limits.lower.size}")
+    return traj.fit_to(limits, margin=margin)
+
+
+def choose_excitation(model: RobotModel, limits: Limits, *, coefficients_file: str = "",
+                      optimize: bool = False, harmonics: int = 5, period: float = 10.0, seed: int = 0,
+                      q0: np.ndarray | None = None, margin: float = 0.1,
+                      say: Callable[[str], None] | None = None) -> FourierTrajectory:
+    """The excitation a user asked for: coefficients from a file, optimised for the condition
+    number, or random from ``seed`` — always fitted inside ``limits``. ``say`` reports the
+    optimisation."""
+    if coefficients_file:
+        return coefficients_from_file(coefficients_file, limits, margin=margin)
+    if optimize:
+        if say:
+            say("optimising the excitation for the base regressor's condition number ...")
+        design = optimize_excitation(model, limits, harmonics=harmonics, period=period, seed=seed,
+                                     margin=margin, q0=q0)
+        if say:
+            say(f"condition number {design.initial_condition_number:.1f} (random start) -> "
+                f"{design.condition_number:.1f} ({design.evaluations} evaluations, "
+                f"{design.solve_time:.1f} s)")
+        return design.trajectory
+    return FourierTrajectory.random(limits, harmonics=harmonics, period=period, seed=seed, q0=q0,
+                                    margin=margin)

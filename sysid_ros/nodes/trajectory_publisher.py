@@ -15,7 +15,6 @@ Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current 
 
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -32,7 +31,7 @@ from sysid_ros.msg import MotorCommand
 
 from ..core.errors import SysIdError
 from ..core.excitation import FourierTrajectory, Limits
-from ..core.excitation_design import optimize_excitation
+from ..core.excitation_design import choose_excitation
 from ..core.excitation_plan import ExcitationPlan
 from ..core.model import RobotModel
 from ..resources import default_robot_path
@@ -110,22 +109,12 @@ class TrajectoryPublisherNode(Node):
 
     def _trajectory(self) -> FourierTrajectory:
         center = self._get("center")
-        q0 = None if center is None or len(center) == 0 else np.asarray(center, dtype=float)
-        margin = float(self._get("margin"))
-        path = self._get("coefficients_file")
-        if path:
-            return coefficients_from_file(path, self.limits, margin=margin)
-        if self._get("optimize"):
-            self.get_logger().info("optimising the excitation for the regressor's condition number ...")
-            design = optimize_excitation(self.model, self.limits, harmonics=int(self._get("harmonics")),
-                                         period=float(self._get("period")), seed=int(self._get("seed")),
-                                         margin=margin, q0=q0)
-            self.get_logger().info(f"condition number {design.initial_condition_number:.1f} -> "
-                                   f"{design.condition_number:.1f} in {design.solve_time:.1f} s")
-            return design.trajectory
-        return FourierTrajectory.random(self.limits, harmonics=int(self._get("harmonics")),
-                                        period=float(self._get("period")), seed=int(self._get("seed")),
-                                        q0=q0, margin=margin)
+        return choose_excitation(
+            self.model, self.limits, coefficients_file=self._get("coefficients_file"),
+            optimize=bool(self._get("optimize")), harmonics=int(self._get("harmonics")),
+            period=float(self._get("period")), seed=int(self._get("seed")),
+            q0=None if center is None or len(center) == 0 else np.asarray(center, dtype=float),
+            margin=float(self._get("margin")), say=self.get_logger().info)
 
     # ------------------------------------------------------------------------------ callbacks
     def _on_state(self, msg: JointState) -> None:
@@ -204,23 +193,6 @@ class TrajectoryPublisherNode(Node):
             kp=None if kp is None or len(kp) == 0 else np.asarray(kp, dtype=float),
             kd=None if kd is None or len(kd) == 0 else np.asarray(kd, dtype=float),
             feedforward=bool(self._get("feedforward")))
-
-
-def coefficients_from_file(path: str, limits: Limits, *, margin: float = 0.1) -> FourierTrajectory:
-    """Fourier coefficients from JSON ``{"q0": [...], "a": [[...]], "b": [[...]], "period": s}``
-    (the ``trajectory`` block of a simulated bag's truth.json has this form), fitted inside
-    ``limits``."""
-    try:
-        doc = json.loads(open(path).read())
-        doc = doc.get("trajectory", doc)
-        traj = FourierTrajectory(np.asarray(doc["q0"], dtype=float), np.asarray(doc["a"], dtype=float),
-                                 np.asarray(doc["b"], dtype=float), float(doc["period"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SysIdError(f"coefficients file {path}: expected JSON with q0, a, b, period ({exc})") from None
-    if traj.q0.shape != limits.lower.shape:
-        raise SysIdError(f"coefficients file {path}: {traj.q0.size} joints, the robot has "
-                         f"{limits.lower.size}")
-    return traj.fit_to(limits, margin=margin)
 
 
 def main(args=None) -> None:
