@@ -147,12 +147,9 @@ class MitSimulator:
         payload alone."""
         model = self.model
         theta = true_parameters(model, self.options.payload)
-        for k, j in enumerate(model.term_joints):
-            dof = model.joints[j].dof_adr
-            for t_i, term in enumerate(model.joint_terms):
-                col = model.n_body_params + k * len(model.joint_terms) + t_i
-                theta[col] = {"Fc": self.mj.dof_frictionloss[dof], "Fv": self.mj.dof_damping[dof],
-                              "Ia": self.mj.dof_armature[dof]}.get(term, 0.0)
+        # joint terms as simulated (friction/armature options); a welded payload adds no dofs
+        terms = slice(model.n_body_params, None)
+        theta[terms] = model.params_of(self.mj)[terms]
         names = list(model.param_names)
         values = list(theta)
         if self.options.payload is not None:
