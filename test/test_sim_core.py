@@ -269,3 +269,17 @@ def test_commands_a_robot_would_refuse_are_skipped_when_reading_a_bag(tmp_path, 
     data = read_bag(bag)
     assert len(data.command.t) == 47
     assert "1 not naming joints" in caplog.text and "1 non-finite targets" in caplog.text
+
+
+def test_joint_states_logged_out_of_order_are_read_in_stamp_order(tmp_path, model):
+    from sysid_ros.core.bag import TopicData, joint_state_message, write_bag
+
+    names = model.dof_joint_names
+    stamps = [(k + 1) * 2_000_000 for k in range(30)]
+    stamps[0], stamps[1] = stamps[1], stamps[0]  # the live sample arrived before the repaired one
+    states = [(1_000 + i, joint_state_message(ns, names, np.full(6, ns * 1e-9), np.zeros(6), np.zeros(6)))
+              for i, ns in enumerate(stamps)]  # logged in arrival order
+    data = read_bag(write_bag(tmp_path / "b", [TopicData("/joint_states", "sensor_msgs/msg/JointState",
+                                                         states)]))
+    np.testing.assert_allclose(data.t, np.arange(30) * 0.002, atol=1e-12)
+    np.testing.assert_allclose(data.q[:, 0], (np.arange(30) + 1) * 0.002)

@@ -235,9 +235,17 @@ def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str)
         dq.append(msg.velocity if len(msg.velocity) == n else np.full(n, np.nan))
     if names is None:
         raise DataError(f"{path}:{topic}: the topic has no messages")
-    t = (np.array(times, dtype=np.int64) - times[0]) * 1e-9 if times else np.zeros(0)
-    return {"t": t, "names": names, "q": np.array(q, dtype=float), "dq": np.array(dq, dtype=float),
-            "tau": np.array(tau, dtype=float), "t0_ns": times[0]}
+    stamps = np.array(times, dtype=np.int64)
+    order = np.arange(stamps.size)
+    if np.any(np.diff(stamps) < 0) and np.unique(stamps).size == stamps.size:
+        # delivered out of order (a late-joining reliable reader gets the live sample before the
+        # repaired ones): every stamp is distinct, so the stamps give the order. Repeated stamps
+        # are not reordered: validation names them.
+        order = np.argsort(stamps, kind="stable")
+    stamps = stamps[order]
+    return {"t": (stamps - stamps[0]) * 1e-9, "names": names, "q": np.array(q, dtype=float)[order],
+            "dq": np.array(dq, dtype=float)[order], "tau": np.array(tau, dtype=float)[order],
+            "t0_ns": int(stamps[0])}
 
 
 def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[str, ...], t0_ns: int,

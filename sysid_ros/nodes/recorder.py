@@ -10,17 +10,21 @@ SIGINT), so a half-written bag never carries the final name; ``ros2 bag info`` r
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from std_srvs.srv import Trigger
 
 from ..core.bag import BagRecording
@@ -86,7 +90,11 @@ class RecorderNode(Node):
         except BaseException:
             self.bag.abort()  # nothing left behind
             raise
-        self.create_service(Trigger, "~/stop", self._on_stop)
+        self._stop_at: int | None = None  # wall time [ns] of a stop request
+        self._last_arrival = time.monotonic()
+        self._caught_up: set[str] = set()
+        # its own group: the messages keep flowing while a stop request waits for the backlog
+        self.create_service(Trigger, "~/stop", self._on_stop, callback_group=ReentrantCallbackGroup())
         # graph discovery runs on the wall clock: it must not wait for a simulator's /clock
         self._discovery = self.create_timer(float(self._get("discovery_period")), self._discover,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -118,8 +126,9 @@ class RecorderNode(Node):
             self.get_logger().info(f"recording {topic} ({type_name})")
 
     def _subscribe(self, topic: str, cls, qos: QoSProfile) -> None:
+        # (data, info): rclpy passes the MessageInfo (receive time) to two-argument callbacks
         self._recorded[topic] = self.create_subscription(
-            cls, topic, lambda data, t=topic: self._on_message(t, data), qos, raw=True)
+            cls, topic, functools.partial(self._on_message, topic), qos, raw=True)
 
     def _qos_for(self, topic: str) -> QoSProfile:
         """Match the publishers: reliable and/or transient-local only if every publisher is."""
@@ -132,7 +141,11 @@ class RecorderNode(Node):
         return QoSProfile(depth=1000, reliability=rel.RELIABLE if reliable else rel.BEST_EFFORT,
                           durability=dur.TRANSIENT_LOCAL if latched else dur.VOLATILE)
 
-    def _on_message(self, topic: str, data: bytes) -> None:
+    def _on_message(self, topic: str, data: bytes, info) -> None:
+        self._last_arrival = time.monotonic()
+        if self._stop_at is not None and info["received_timestamp"] >= self._stop_at:
+            self._caught_up.add(topic)  # received after the stop request: not part of the bag
+            return
         with self._lock:
             if not self.bag.closed:
                 # log times never go back and never tie: readers order a bag by log time, and on
@@ -154,7 +167,25 @@ class RecorderNode(Node):
         self.get_logger().info(f"bag finished: {path} ({counts})")
         return path
 
-    def _on_stop(self, _request, response):
+    async def _on_stop(self, _request, response):
+        """Record what was received before the request (the queues may lag behind), then close."""
+        if self._stop_at is None:
+            self._stop_at = time.time_ns()  # the clock of MessageInfo's received_timestamp
+        done = Future(executor=self.executor)
+        done.add_done_callback(lambda _f: None)  # wakes the executor when set
+        started = time.monotonic()
+        streams = {t for t, n in self.bag.counts.items() if n > 1}  # not the latched one-offs
+
+        def check() -> None:
+            idle = time.monotonic() - self._last_arrival > 0.3
+            if done.done() or not (streams <= self._caught_up or idle or time.monotonic() - started > 10.0):
+                return
+            timer.cancel()
+            done.set_result(True)
+
+        timer = self.create_timer(0.02, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        await done
+        self.destroy_timer(timer)
         path = self.finish()
         response.success = path is not None
         response.message = str(path) if path is not None else "nothing was recorded"
