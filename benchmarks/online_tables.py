@@ -18,22 +18,31 @@ Two measurement settings, both with 5 % torque noise (σ = 0.05 N·m on every jo
 * ``exact``: the seed's setting as its text states it — motion exact (q, q̇ and, for force rows,
   the simulator's q̈), noise on the torque only;
 * ``measured``: joint velocities measured with white noise (``--velocity-noise``, also inside the
-  control loop), base pose and twist exact (a navigation filter is assumed). Force rows take every
-  signal through :class:`CausalConditioner` (``--cutoff`` low-pass, q̈ = derivative of the filtered
-  velocity, rows withheld for the filter's settling time), as the estimator node does;
-  total-momentum rows are built from the raw measured q, q̇ and then low-passed row by row
+  control loop), base pose and twist exact (a navigation filter is assumed). Force and momentum
+  rows take every signal through :class:`CausalConditioner` (``--cutoff`` low-pass, q̈ = derivative
+  of the filtered velocity, rows withheld for the filter's settling time), as the estimator node
+  does; conservation-only rows are built from the raw measured q, q̇ and then low-passed row by row
   (:class:`RowFilter`: exact rows stay exact under a linear filter).
 
-Regressions: ``force`` (inverse dynamics of all 6 + 7 dofs; the base rows have zero force);
-``momentum`` (the seed's: total momentum conservation in the world frame, no torque sensing;
-the unknown constant momentum h₀ as 6 extra unknowns rather than differences to a reference
-sample, whose noise and model error would offset every row: 0.34 → 0.17 at 5 kg / 2.5 %);
-``gen. momentum`` (``--gen-momentum``, exact setting only: generalised momentum ``M(q)q̇`` of all
-dofs over ``--window`` windows, joint-torque integrals for the joint rows, zero for the base rows;
-with measured velocities the noise of ``M(q)q̇`` at a window's start is common to all its rows,
-errors in the variables that wreck the estimate, so it is not reported there).
+Regressions (columns of Table III):
 
-Estimators (RLS log-det-div, λ = 1, W = 1/σ² for force rows, ``--momentum-weight`` for momentum):
+* ``force``: inverse dynamics of all 6 + 7 dofs (the base rows have zero force); needs q̈;
+* ``momentum``: the complete momentum regression of a free-floating arm — total momentum
+  conservation in the world frame for the base (no torque; the unknown constant momentum h₀ as 6
+  extra unknowns) and the joints' generalised momentum over ``--window`` windows against their
+  torque integrals (:class:`ConservationRows` with ``joint_window``); no acceleration anywhere;
+* ``conservation only``: the seed's momentum rows — conservation alone, no torque sensing. With
+  the arm model off by 2.5 % it is limited by that error at 5–10 kg (total momentum weighs the
+  heavy proximal links as much as the payload, while joint rows near the wrist see only the
+  distal bodies), so it is reported beside, not as the momentum column.
+
+Row weights (``--weighting``): ``fixed`` — the sensors' W (1/σ² for force rows, ``--momentum-weight``
+for conservation rows, 1/(σ²·h·T) for torque integrals); ``adaptive`` (default) — W = 1/σ̂² with σ̂
+each row's error estimated online from the a-priori residuals (:class:`ResidualWeights`, memory
+``--weight-memory``), never above the sensors' W. On measured data the rows' errors come mostly
+from the differentiated or filtered signals and the model's error, not from the torque sensor.
+
+Estimators (RLS log-det-div, λ = 1):
 
 * ``payload``: the seed's — only the payload's 10 parameters, the arm's torque or momentum
   subtracted with the (randomised) model;
@@ -64,11 +73,11 @@ from sysid_ros.core.online import (  # noqa: E402
     CausalConditioner,
     ConservationRows,
     ForceRows,
-    MomentumRows,
     Nuisance,
     RowFilter,
     separable_links,
 )
+from sysid_ros.core.row_weights import ResidualWeights  # noqa: E402
 from sysid_ros.core.simulation import Recording, SensorModel, simulate_mit  # noqa: E402
 from sysid_ros.core.synthetic import Payload, floating_base, randomize, with_payload  # noqa: E402
 from sysid_ros.core.target import payload_target  # noqa: E402
@@ -128,26 +137,27 @@ def simulate(scenario: str, mass: float, setting: str, args) -> tuple[RobotModel
 
 
 def rows_of(regression: str, setting: str, target, robot: RobotModel, rec: Recording, tau: np.ndarray,
-            nuisance: Nuisance | None, args) -> tuple[list, float]:
-    """Regression rows and their weight W (inverse noise variance of one row)."""
+            nuisance: Nuisance | None, args) -> tuple[list, np.ndarray]:
+    """Regression rows and their sensor weights W (inverse noise variance of each row)."""
     fs = 1.0 / (rec.t[1] - rec.t[0])
-    if regression == "momentum":  # total momentum, h₀ unknown; measured: raw signals, filtered rows
+    if regression == "conservation":  # raw signals; measured: rows low-passed (exact under a filter)
         rows = ConservationRows(target, unknown_initial=True, nuisance=nuisance)
         if setting == "measured":
             rows = RowFilter(rows, fs, args.cutoff)
-        return rows.push_batch(rec.t, rec.q, rec.dq, None, None), args.momentum_weight
-    if setting == "exact":  # the simulator's motion; q̈ exact
-        t, q, dq, ddq = rec.t, rec.q, rec.dq, rec.ddq
-    else:  # causal conditioning as in the estimator node
+        return rows.push_batch(rec.t, rec.q, rec.dq, None, tau), np.full(6, args.momentum_weight)
+    t, q, dq, ddq = rec.t, rec.q, rec.dq, rec.ddq  # exact: the simulator's motion, q̈ exact
+    if setting == "measured":  # causal conditioning as in the estimator node
         floating = robot.nq != robot.nv
         cond = CausalConditioner(robot.nv, fs, args.cutoff, nq=robot.nq, quaternions=(3,) if floating else (),
                                  settle="auto")
         t, q, dq, ddq, tau = cond.push_batch(rec.t, rec.q, rec.dq, tau)
-    if regression == "force":
-        return ForceRows(target, nuisance=nuisance).push_batch(t, q, dq, ddq, tau), 1.0 / args.noise**2
-    h = t[1] - t[0]  # generalised momentum: torque integrals over up to one window
-    rows = MomentumRows(target, window=args.window).push_batch(t, q, dq, None, tau)
-    return rows, 1.0 / (args.noise**2 * args.window * h)
+    if regression == "momentum":  # conservation + the joints' windowed torque integrals (σ²·h·T)
+        rows = ConservationRows(target, unknown_initial=True, nuisance=nuisance, joint_window=args.window)
+        weight = np.r_[np.full(6, args.momentum_weight),
+                       np.full(robot.dof_indices.size, 1.0 / (args.noise**2 * args.window / fs))]
+        return rows.push_batch(t, q, dq, None, tau), weight
+    rows = ForceRows(target, nuisance=nuisance).push_batch(t, q, dq, ddq, tau)
+    return rows, np.full(robot.nv, args.noise**-2)
 
 
 def run(scenario: str, mass: float, error: float, regression: str, setting: str, estimator: str,
@@ -160,15 +170,18 @@ def run(scenario: str, mass: float, error: float, regression: str, setting: str,
     if estimator == "arm":
         nuisance = Nuisance(separable_links(target.model, "hand"), accuracy=args.accuracy)
     rows, weight = rows_of(regression, setting, target, robot, rec, tau, nuisance, args)
-    extra = 6 if regression == "momentum" else 0  # h₀: flat prior (tiny quadratic term)
+    extra = 0 if regression == "force" else 6  # h₀: flat prior (tiny quadratic term)
     if nuisance is None:
         prior, blocks, weights = np.concatenate((target.prior, np.zeros(extra))), [slice(0, 10)], None
     else:
         prior, blocks, weights = nuisance.setup(target, args.alpha, extra=extra)
-    est = RLSLogDet(prior, blocks, alpha=args.alpha, beta=1e-6, weight=weight, block_weights=weights)
+    adaptive = args.weighting == "adaptive"
+    est = RLSLogDet(prior, blocks, alpha=args.alpha, beta=1e-6, weight=1.0 if adaptive else weight,
+                    block_weights=weights)
+    whitener = ResidualWeights(weight**-0.5, time_constant=args.weight_memory, fs=1.0 / (rec.t[1] - rec.t[0]))
     for r in rows[:: args.every]:
         if r is not None:
-            est.update(*r)
+            est.update(*(whitener.whiten(*r, est.theta) if adaptive else r))
     return logdet_divergence(est.theta[:10], payload(mass).params)
 
 
@@ -195,10 +208,13 @@ def main() -> int:
                              "closed loop 3 Hz)")
     parser.add_argument("--accuracy", type=float, default=0.025,
                         help="relative accuracy of the arm model assumed by the 'arm' estimator")
+    parser.add_argument("--weighting", choices=("adaptive", "fixed"), default="adaptive",
+                        help="row weights: the sensors' W, or estimated online from the residuals "
+                             "(ResidualWeights, floor = the sensors' σ)")
+    parser.add_argument("--weight-memory", type=float, default=1.0,
+                        help="[s] time constant of the adaptive weights")
     parser.add_argument("--settings", nargs="+", choices=("exact", "measured"), default=["exact", "measured"])
     parser.add_argument("--estimators", nargs="+", choices=("payload", "arm"), default=["payload", "arm"])
-    parser.add_argument("--gen-momentum", action="store_true",
-                        help="also generalised-momentum rows (payload estimator, exact setting only)")
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"Panda, {args.duration:g} s at 500 Hz, torque noise σ = {args.noise} N·m, α = {args.alpha}, "
@@ -221,22 +237,18 @@ def main() -> int:
                 print(f"{f'{mass} kg':<10}{setting:<10}{cells[0]:>22}{cells[1]:>22}")
 
         print("TABLE III  orbital robot (free-floating, zero g)")
-        gm = args.gen_momentum and estimator == "payload"
-        gm_head = f"{'gen. mom.':>12}" if gm else ""
-        print(f"{'target':<16}{'setting':<10}{'force':>20}{'momentum':>20}{gm_head}")
+        print(f"{'target':<16}{'setting':<10}{'force':>20}{'momentum':>20}{'conservation only':>20}")
         for mass, error in ORBITAL_ROWS:
             seed_force, seed_mom = SEED[("orbital", mass, error)]
             for setting in args.settings:
-                with_gm = gm and setting == "exact"
                 d = {reg: run("orbital", mass, error, reg, setting, estimator, args)
-                     for reg in ("force", "momentum") + (("gen_momentum",) if with_gm else ())}
+                     for reg in ("force", "momentum", "conservation")}
                 name = f"{estimator}: orbital {mass} kg {error} % {setting}"
                 met.append((f"{name} force", d["force"] <= seed_force))
                 met.append((f"{name} momentum", d["momentum"] <= seed_mom))
                 met.append((f"{name} momentum < force", d["momentum"] < d["force"]))
-                gm_cell = f"{cell(d['gen_momentum']) if with_gm else '-':>12}" if gm else ""
                 print(f"{f'{mass} kg ({error} %)':<16}{setting:<10}{cell(d['force'], seed_force):>20}"
-                      f"{cell(d['momentum'], seed_mom):>20}{gm_cell}")
+                      f"{cell(d['momentum'], seed_mom):>20}{cell(d['conservation']):>20}")
     missed = [name for name, ok in met if not ok]
     print(f"\ntargets met: {len(met) - len(missed)} of {len(met)}")
     for name in missed:

@@ -183,7 +183,8 @@ def _identify(args: argparse.Namespace) -> int:
     if args.method in ONLINE_METHODS:
         online = replay(ds, target, OnlineOptions(method=args.method, alpha=args.alpha,
                                                   forgetting=args.forgetting,
-                                                  torque_noise=args.torque_noise),
+                                                  torque_noise=args.torque_noise,
+                                                  weighting=args.weighting),
                         truth=_truth_vector(ds, target), progress=options.progress)
         result = online_result(prep, online)
     else:
@@ -303,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1.0, help="online: log-det regularisation strength")
     p.add_argument("--forgetting", type=float, default=1.0, help="online: forgetting factor λ")
     p.add_argument("--torque-noise", type=float, default=0.05, help="online: torque noise σ [N·m]")
+    p.add_argument("--weighting", choices=("fixed", "adaptive"), default="fixed",
+                   help="online: row weights 1/σ² (fixed) or estimated per row from the residuals (adaptive)")
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")
     p.add_argument("--no-plots", action="store_true")

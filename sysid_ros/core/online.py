@@ -28,10 +28,12 @@ from .estimators.rls import RecursiveLeastSquares
 from .estimators.rls_logdet import RLSLogDet
 from .model import RobotModel
 from .regressor import momentum_regressors, torque_regressor, world_momentum_regressor
+from .row_weights import ResidualWeights
 from .target import Target
 
 Regression = Literal["force", "momentum", "conservation"]
 Estimator = Literal["rls", "rls_logdet"]
+Weighting = Literal["fixed", "adaptive"]
 
 
 class CausalFilter:
@@ -296,17 +298,21 @@ class _Window:
 
 
 class MomentumRows:
-    """Generalised-momentum rows over windows of ``window`` seconds (fixed base)::
+    """Generalised-momentum rows over windows of ``window`` seconds::
 
         A = Y_p(t) − Y_p(t_r) − ∫(Y_c − Y_g − Y_f) dt,   y = ∫ τ dt   (trapezoidal, from t_r)
 
-    For a payload the known arm's terms move to ``y``. No acceleration is used.
+    For a payload the known arm's terms move to ``y``; with ``nuisance`` those bodies' columns
+    follow the payload's and their nominal terms leave the known part. No acceleration is used.
+    Rows have one entry per dof (``nv``); a free-floating base's rows have zero force.
     """
 
-    def __init__(self, target: Target, window: float = 0.5) -> None:
+    def __init__(self, target: Target, window: float = 0.5, *, nuisance: Nuisance | None = None) -> None:
+        if nuisance is not None and target.kind != "payload":
+            raise SysIdError("nuisance bodies go with a payload target")
         self.target = target
         self.window = window
-        self._bodies = None if target.kind == "arm" else (target.body,)
+        self.nuisance = nuisance
         self._w: _Window | None = None
 
     def restart(self) -> None:
@@ -316,12 +322,16 @@ class MomentumRows:
     def _terms(self, q, dq):
         """(Yp, rate, known momentum, known rate) of one or many samples."""
         model = self.target.model
-        m = momentum_regressors(model, q, dq, bodies=self._bodies)
+        m = momentum_regressors(model, q, dq)
         rate = m.Yc - m.Yg - m.Yf  # d/dt(Yp θ) = τ + rate θ
-        if self._bodies is None:
+        if self.target.kind == "arm":
             return m.Yp, rate, None, None
-        full = momentum_regressors(model, q, dq)  # the arm is known: its terms go to the output
-        return m.Yp, rate, full.Yp @ model.nominal, (full.Yc - full.Yg - full.Yf) @ model.nominal
+        cols = np.r_[np.arange(model.body_slice(self.target.body).start,
+                               model.body_slice(self.target.body).stop),
+                     self.nuisance.columns(model) if self.nuisance is not None else np.zeros(0, dtype=int)]
+        known = model.nominal.copy()  # the arm is known: its terms go to the output
+        known[cols[10:]] = 0.0
+        return m.Yp[..., cols], rate[..., cols], m.Yp @ known, rate @ known
 
     def push(self, t, q, dq, ddq, tau):
         return self._step(t, *self._terms(q, dq), np.asarray(tau, dtype=float))
@@ -359,14 +369,22 @@ class ConservationRows:
     ``linear_weight`` [s] to balance N·s against N·m·s). ``q``/``dq`` are whole ``qpos``/``qvel``.
 
     ``unknown_initial=True``: no reference sample; the constant total momentum ``h₀`` becomes 6
-    more unknowns, ``[A_T(t), −I] [φ; h₀] = −h_robot(t)`` (rows ``(6, 16)``; give the estimator
-    a prior of 16 values with a weak quadratic term on ``h₀``). With a reference sample, its
-    measurement noise — and the robot model's error at that instant — is a constant offset in
-    every later row; as unknowns they are estimated from all samples instead.
+    more unknowns, ``[A_T(t), −I] [φ; h₀] = −h_robot(t)`` (give the estimator a prior of 16 values
+    with a weak quadratic term on ``h₀``). With a reference sample, its measurement noise — and
+    the robot model's error at that instant — is a constant offset in every later row; as
+    unknowns they are estimated from all samples instead.
+
+    ``joint_window`` [s]: also the joints' generalised-momentum rows (:class:`MomentumRows` over
+    windows of that length; ``tau`` then holds the generalised forces of all ``nv`` dofs, the
+    base's ignored): the complete momentum regression of a free-floating arm with joint torque
+    sensing — conservation for the 6 base dofs (no torque needed), torque integrals for the
+    joints, accelerations nowhere. Rows ``[6 conservation; n_joints momentum]``; a window's first
+    sample gives zero joint rows (``0 = 0``), so the row sequence stays exact under
+    :class:`RowFilter`. Columns: payload 10, ``h₀`` 6 (``unknown_initial``), nuisance bodies.
     """
 
     def __init__(self, target: Target, *, linear_weight: float = 1.0, unknown_initial: bool = False,
-                 nuisance: Nuisance | None = None) -> None:
+                 nuisance: Nuisance | None = None, joint_window: float | None = None) -> None:
         if target.kind != "payload":
             raise SysIdError("conservation rows identify one payload on a known floating robot")
         self.target = target
@@ -374,10 +392,15 @@ class ConservationRows:
         self.unknown_initial = unknown_initial
         self.nuisance = nuisance
         self._ref: tuple[np.ndarray, np.ndarray] | None = None
+        self._joints = (None if joint_window is None
+                        else MomentumRows(target, window=joint_window, nuisance=nuisance))
+        self._joint_dofs = target.model.dof_indices
 
     def restart(self) -> None:
-        """Take a new reference at the next sample."""
+        """Take a new reference (and start a new joint window) at the next sample."""
         self._ref = None
+        if self._joints is not None:
+            self._joints.restart()
 
     def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The target's momentum regressor, the known robot's momentum and the nuisance bodies'
@@ -392,12 +415,33 @@ class ConservationRows:
         return a_t, h_robot, extra
 
     def push(self, t, q, dq, ddq, tau):
-        return self._step(*self._terms(q, dq))
+        rows = self._step(*self._terms(q, dq))
+        if self._joints is None:
+            return rows
+        return self._with_joints(rows, self._joints.push(t, q, dq, None, tau))
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples (batched regressors, then the differences in order)."""
         a_t, h_robot, extra = self._terms(np.asarray(q), np.asarray(dq))
-        return [self._step(a_t[k], h_robot[k], None if extra is None else extra[k]) for k in range(len(t))]
+        rows = [self._step(a_t[k], h_robot[k], None if extra is None else extra[k]) for k in range(len(t))]
+        if self._joints is None:
+            return rows
+        joints = self._joints.push_batch(t, q, dq, None, tau)
+        return [self._with_joints(r, j) for r, j in zip(rows, joints, strict=True)]
+
+    def _with_joints(self, rows, joint_rows):
+        """Conservation rows stacked on the joints' momentum rows (zero rows at a window start),
+        with the ``h₀`` columns inserted into the latter."""
+        if rows is None:
+            return None
+        a, y = rows
+        n = self._joint_dofs.size
+        if joint_rows is None:
+            return np.vstack((a, np.zeros((n, a.shape[1])))), np.concatenate((y, np.zeros(n)))
+        a_j, y_j = joint_rows[0][self._joint_dofs], joint_rows[1][self._joint_dofs]
+        if self.unknown_initial:
+            a_j = np.hstack((a_j[:, :10], np.zeros((n, 6)), a_j[:, 10:]))
+        return np.vstack((a, a_j)), np.concatenate((y, y_j))
 
     def _step(self, a_t: np.ndarray, h_robot: np.ndarray, extra: np.ndarray | None = None):
         if self.unknown_initial:
@@ -411,7 +455,6 @@ class ConservationRows:
         a = (a_t - self._ref[0]) * self.weight[:, None]
         y = -(h_robot - self._ref[1]) * self.weight
         return a, y
-
 
 
 class RowFilter:
@@ -481,14 +524,19 @@ class OnlineEstimator:
     """A row builder feeding RLS or RLS log-det-div, with counters and timing.
 
     ``push`` takes one conditioned sample; bad samples raise :class:`DataError` and leave the
-    estimate untouched.
+    estimate untouched. ``weight``: the rows' W from the sensors (scalar or per row);
+    ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the a-priori
+    residuals with ``weight_memory`` [s] of memory at ``sample_rate`` [Hz] rows, never above
+    ``weight`` (:class:`~sysid_ros.core.row_weights.ResidualWeights`).
     """
 
     def __init__(self, target: Target, *, regression: Regression = "force",
                  estimator: Estimator = "rls_logdet",
                  forgetting: float = 1.0, alpha: float = 1.0, weight: float | np.ndarray = 1.0,
                  window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
-                 truth: np.ndarray | None = None, min_speed: float = 0.0) -> None:
+                 truth: np.ndarray | None = None, min_speed: float = 0.0,
+                 weighting: Weighting = "fixed", weight_memory: float = 1.0,
+                 sample_rate: float = 500.0) -> None:
         self.target = target
         self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
         if regression == "force":
@@ -499,6 +547,14 @@ class OnlineEstimator:
             self.rows = ConservationRows(target)
         else:
             raise DataError(f"unknown regression {regression!r}; expected force, momentum or conservation")
+        if weighting not in ("fixed", "adaptive"):
+            raise DataError(f"unknown weighting {weighting!r}; expected fixed or adaptive")
+        # adaptive: rows whitened by their online error estimate (the sensors' σ its floor), unit W
+        self.row_weights = (ResidualWeights(np.asarray(weight, dtype=float) ** -0.5,
+                                            time_constant=weight_memory, fs=sample_rate)
+                            if weighting == "adaptive" else None)
+        if self.row_weights is not None:
+            weight = 1.0
         if estimator == "rls_logdet":
             blocks = [sl for _, sl in target.body_blocks]
             self.core = RLSLogDet(self.prior, blocks, alpha=alpha, weight=weight, forgetting=forgetting)
@@ -546,6 +602,8 @@ class OnlineEstimator:
             return False
         a, y = rows
         residual = y - a @ self.core.theta
+        if self.row_weights is not None:
+            a, y = self.row_weights.whiten(a, y, self.core.theta)
         self.core.update(a, y)
         self.residual_sq += float(residual @ residual)
         self.residual_n += residual.size

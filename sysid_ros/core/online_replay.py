@@ -28,7 +28,9 @@ class OnlineOptions:
     ``forgetting`` λ; ``torque_noise`` [N·m]: sets the row weight W = 1/σ²; ``cutoff`` [Hz]: causal
     low-pass; ``window`` [s]: momentum window; ``batch``: samples per batched regressor call;
     ``min_speed`` [rad/s]: force rows of slower joints are not used when the model has Coulomb
-    friction (its sign model fails near rest)."""
+    friction (its sign model fails near rest). ``weighting``: ``fixed`` (W from ``torque_noise``)
+    or ``adaptive`` (each row's W estimated online from its residuals over ``weight_memory`` [s],
+    never above the fixed W)."""
 
     method: str = "rls_logdet"
     alpha: float = 1.0
@@ -39,6 +41,8 @@ class OnlineOptions:
     batch: int = 50
     min_speed: float = 0.05
     log_every: int = 1
+    weighting: str = "fixed"
+    weight_memory: float = 1.0
 
 
 def make_estimator(target: Target, options: OnlineOptions, *, sample_period: float,
@@ -47,16 +51,18 @@ def make_estimator(target: Target, options: OnlineOptions, *, sample_period: flo
     if options.method not in ONLINE_METHODS:
         raise DataError(f"unknown online method {options.method!r}; expected {list(ONLINE_METHODS)}")
     sigma = max(options.torque_noise, 1e-9)
+    adaptive = dict(weighting=options.weighting, weight_memory=options.weight_memory,
+                    sample_rate=1.0 / sample_period)
     if options.method == "momentum":
         # rows are torque integrals over up to one window: noise σ·√(window·h)
         weight = 1.0 / (sigma**2 * options.window * sample_period)
         return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
                                alpha=options.alpha, weight=weight, forgetting=options.forgetting,
-                               window=options.window, truth=truth)
+                               window=options.window, truth=truth, **adaptive)
     return OnlineEstimator(target, regression="force",
                            estimator="rls" if options.method == "rls" else "rls_logdet",
                            alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
-                           truth=truth, min_speed=options.min_speed)
+                           truth=truth, min_speed=options.min_speed, **adaptive)
 
 
 def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,

@@ -50,6 +50,8 @@ PARAMETERS = (
     ("forgetting", 1.0, "forgetting factor λ in (0, 1]"),
     ("alpha", 1.0, "log-det regularisation strength"),
     ("torque_noise", 0.05, "torque noise σ [N·m]: row weight 1/σ²"),
+    ("weighting", "fixed", "row weights: 'fixed' (1/torque_noise²) or 'adaptive' (estimated online per row)"),
+    ("weight_memory", 1.0, "adaptive weighting: memory of the row-error estimate [s]"),
     ("cutoff", 50.0, "causal low-pass cut-off [Hz]"),
     ("window", 0.5, "momentum window [s]"),
     ("min_speed", 0.05, "force rows of joints slower than this [rad/s] are not used (Coulomb friction)"),
@@ -122,8 +124,10 @@ class EstimatorNode(Node):
                 reason = f"method must be one of {list(ONLINE_METHODS)}, got {prm.value!r}"
             elif prm.name == "forgetting" and not 0.0 < prm.value <= 1.0:
                 reason = f"forgetting must be in (0, 1], got {prm.value}"
+            elif prm.name == "weighting" and prm.value not in ("fixed", "adaptive"):
+                reason = f"weighting must be 'fixed' or 'adaptive', got {prm.value!r}"
             elif prm.name in ("alpha", "torque_noise", "cutoff", "window", "sample_rate",
-                              "publish_rate", "process_rate") and not prm.value > 0:
+                              "publish_rate", "process_rate", "weight_memory") and not prm.value > 0:
                 reason = f"{prm.name} must be > 0, got {prm.value}"
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
@@ -142,7 +146,9 @@ class EstimatorNode(Node):
                                      forgetting=float(self._get("forgetting")),
                                      torque_noise=float(self._get("torque_noise")),
                                      cutoff=float(self._get("cutoff")), window=float(self._get("window")),
-                                     min_speed=float(self._get("min_speed")))
+                                     min_speed=float(self._get("min_speed")),
+                                     weighting=self._get("weighting"),
+                                     weight_memory=float(self._get("weight_memory")))
         fs = float(self._get("sample_rate"))
         self.estimator: OnlineEstimator = make_estimator(self.target, self.options, sample_period=1.0 / fs)
         self.conditioner = self._new_conditioner()

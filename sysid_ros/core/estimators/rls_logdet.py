@@ -24,6 +24,8 @@ from ..consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
 from ..errors import DataError, SysIdError
 
 _E16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
+#: every estimate keeps each pseudo-inertia ``J ≻ INTERIOR_MARGIN·tr(J)·1`` (relative, dimensionless)
+INTERIOR_MARGIN = 1e-10
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,15 @@ class RLSLogDet:
         return (theta[self._body_idx] @ _E16).reshape(-1, 4, 4)
 
     def _chol(self, theta: np.ndarray) -> np.ndarray | None:
-        """Cholesky factors ``(B, 4, 4)`` of every J, or None if one is not ≻ 0."""
+        """Cholesky factors ``(B, 4, 4)`` of every J, or None unless every ``J ≻ ε·tr(J)·1``
+        (``ε`` = :data:`INTERIOR_MARGIN`): a Cholesky factorisation alone also succeeds for J
+        with eigenvalues at round-off level (e.g. −1e-17), where the barrier's Hessian is
+        meaningless and the divergence to any reference infinite."""
+        j = self._pseudo(theta)
+        shift = INTERIOR_MARGIN * np.trace(j, axis1=1, axis2=2)[:, None, None] * np.eye(4)
         try:
-            return np.linalg.cholesky(self._pseudo(theta))
+            np.linalg.cholesky(j - shift)
+            return np.linalg.cholesky(j)
         except np.linalg.LinAlgError:
             return None
 
