@@ -73,6 +73,7 @@ from sysid_ros.core.online import (  # noqa: E402
     CausalConditioner,
     ConservationRows,
     ForceRows,
+    MomentumRows,
     Nuisance,
     RowFilter,
     separable_links,
@@ -137,27 +138,37 @@ def simulate(scenario: str, mass: float, setting: str, args) -> tuple[RobotModel
 
 
 def rows_of(regression: str, setting: str, target, robot: RobotModel, rec: Recording, tau: np.ndarray,
-            nuisance: Nuisance | None, args) -> tuple[list, np.ndarray]:
-    """Regression rows and their sensor weights W (inverse noise variance of each row)."""
+            nuisance: Nuisance | None, args) -> list[tuple[list, np.ndarray]]:
+    """Row streams of one regression — per stream the rows of every sample (``None`` where there
+    are none; streams are aligned by sample and sample ``k`` of each is folded in at step ``k``) and
+    their sensor weights W (inverse noise variance of each row)."""
     fs = 1.0 / (rec.t[1] - rec.t[0])
-    if regression == "conservation":  # raw signals; measured: rows low-passed (exact under a filter)
+    streams = []
+    if regression in ("momentum", "conservation"):  # raw signals; measured: rows low-passed (exact)
         rows = ConservationRows(target, unknown_initial=True, nuisance=nuisance)
         if setting == "measured":
             rows = RowFilter(rows, fs, args.cutoff)
-        return rows.push_batch(rec.t, rec.q, rec.dq, None, tau), np.full(6, args.momentum_weight)
+        streams.append((rows.push_batch(rec.t, rec.q, rec.dq, None, tau), np.full(6, args.momentum_weight)))
+        if regression == "conservation":
+            return streams
     t, q, dq, ddq = rec.t, rec.q, rec.dq, rec.ddq  # exact: the simulator's motion, q̈ exact
-    if setting == "measured":  # causal conditioning as in the estimator node
+    if setting == "measured":  # causal conditioning as in the estimator node (one sample late)
         floating = robot.nq != robot.nv
         cond = CausalConditioner(robot.nv, fs, args.cutoff, nq=robot.nq, quaternions=(3,) if floating else (),
                                  settle="auto")
         t, q, dq, ddq, tau = cond.push_batch(rec.t, rec.q, rec.dq, tau)
-    if regression == "momentum":  # conservation + the joints' windowed torque integrals (σ²·h·T)
-        rows = ConservationRows(target, unknown_initial=True, nuisance=nuisance, joint_window=args.window)
-        weight = np.r_[np.full(6, args.momentum_weight),
-                       np.full(robot.dof_indices.size, 1.0 / (args.noise**2 * args.window / fs))]
-        return rows.push_batch(t, q, dq, None, tau), weight
-    rows = ForceRows(target, nuisance=nuisance).push_batch(t, q, dq, ddq, tau)
-    return rows, np.full(robot.nv, args.noise**-2)
+    late = [None] * (len(rec.t) - len(t))
+    if regression == "force":
+        rows = ForceRows(target, nuisance=nuisance).push_batch(t, q, dq, ddq, tau)
+        return [(late + rows, np.full(robot.nv, args.noise**-2))]
+    # the joints' generalised momentum over windows: torque integrals, variance σ²·h·T
+    joints = robot.dof_indices
+    h0 = np.zeros((joints.size, 6))  # the joints' rows have no h₀ columns
+    built = MomentumRows(target, window=args.window, nuisance=nuisance).push_batch(t, q, dq, None, tau)
+    rows = [None if r is None else (np.hstack((r[0][joints, :10], h0, r[0][joints, 10:])), r[1][joints])
+            for r in built]
+    streams.append((late + rows, np.full(joints.size, 1.0 / (args.noise**2 * args.window / fs))))
+    return streams
 
 
 def run(scenario: str, mass: float, error: float, regression: str, setting: str, estimator: str,
@@ -169,19 +180,24 @@ def run(scenario: str, mass: float, error: float, regression: str, setting: str,
     nuisance = None
     if estimator == "arm":
         nuisance = Nuisance(separable_links(target.model, "hand"), accuracy=args.accuracy)
-    rows, weight = rows_of(regression, setting, target, robot, rec, tau, nuisance, args)
+    streams = rows_of(regression, setting, target, robot, rec, tau, nuisance, args)
     extra = 0 if regression == "force" else 6  # h₀: flat prior (tiny quadratic term)
     if nuisance is None:
         prior, blocks, weights = np.concatenate((target.prior, np.zeros(extra))), [slice(0, 10)], None
     else:
         prior, blocks, weights = nuisance.setup(target, args.alpha, extra=extra)
-    adaptive = args.weighting == "adaptive"
-    est = RLSLogDet(prior, blocks, alpha=args.alpha, beta=1e-6, weight=1.0 if adaptive else weight,
-                    block_weights=weights)
-    whitener = ResidualWeights(weight**-0.5, time_constant=args.weight_memory, fs=1.0 / (rec.t[1] - rec.t[0]))
-    for r in rows[:: args.every]:
-        if r is not None:
-            est.update(*(whitener.whiten(*r, est.theta) if adaptive else r))
+    est = RLSLogDet(prior, blocks, alpha=args.alpha, beta=1e-6, weight=1.0, block_weights=weights)
+    fs = 1.0 / (rec.t[1] - rec.t[0])
+    whiten = [ResidualWeights(w**-0.5, time_constant=args.weight_memory, fs=fs) for _, w in streams]
+    for k in range(0, len(rec.t), args.every):
+        for (rows, weight), whitener in zip(streams, whiten, strict=True):
+            if rows[k] is None:
+                continue
+            a, y = rows[k]
+            if args.weighting == "adaptive":
+                est.update(*whitener.whiten(a, y, est.theta))
+            else:  # the sensors' W, as whitening
+                est.update(a * np.sqrt(weight)[:, None], y * np.sqrt(weight))
     return logdet_divergence(est.theta[:10], payload(mass).params)
 
 

@@ -330,3 +330,95 @@ def test_force_rows_of_joints_near_rest_carry_no_information_with_coulomb_fricti
         assert np.all(a_g[2] == 0) and y_g[2] == 0  # the slow joint's row is dropped
         np.testing.assert_array_equal(np.delete(a_g, 2, 0), np.delete(a_p, 2, 0))
         np.testing.assert_array_equal(np.delete(y_g, 2), np.delete(y_p, 2))
+
+
+def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
+    """The joints' generalised-momentum rows of a free-floating arm (torque integrals over windows;
+    the base rows have zero force) with the arm's separable links as columns: the true payload and
+    nominal links satisfy every row up to the trapezoidal integral of a sample-and-hold torque;
+    batch == push; with the conservation rows they identify the payload without accelerations."""
+    from sysid_ros.core.excitation import FourierTrajectory, Limits
+    from sysid_ros.core.online import ConservationRows, MomentumRows, Nuisance, separable_links
+    from sysid_ros.core.simulation import simulate_mit
+    from sysid_ros.core.synthetic import floating_base, with_payload
+
+    robot = floating_base(RobotModel.from_mjcf(SHARED_ROBOTS / "panda.xml"))
+    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.2**2 / 6)
+    rec = simulate_mit(robot, FourierTrajectory.random(Limits.of(robot), seed=2), 1.2,
+                       truth=with_payload(robot, payload), integrator="rk4")
+    target = payload_target(robot, "hand")
+    nuisance = Nuisance(separable_links(target.model, "hand"))
+    built = MomentumRows(target, window=0.5, nuisance=nuisance).push_batch(
+        rec.t, rec.q, rec.dq, None, rec.tau)
+    assert built[0] is None and sum(r is None for r in built) == 3  # each window's first sample
+    prior, _, _ = nuisance.setup(target, alpha=10.0)
+    theta = np.concatenate((payload.params, prior[10:]))
+    scale = max(np.abs(r[1]).max() for r in built if r is not None)
+    for r in filter(None, built):
+        assert r[0].shape == (13, 70)
+        assert np.abs(r[0] @ theta - r[1]).max() < 5e-3 * scale  # trapezoidal ∫τ of a held torque
+    single = MomentumRows(target, window=0.5, nuisance=nuisance)
+    for k in (0, 1, 2):
+        row = single.push(rec.t[k], rec.q[k], rec.dq[k], None, rec.tau[k])
+    np.testing.assert_allclose(row[0], built[2][0], atol=1e-12)
+    # conservation rows (payload + h₀) and the joints' momentum rows, folded in alternately
+    est = RLSLogDet(np.concatenate((target.prior, np.zeros(6))), [slice(0, 10)], alpha=1.0, beta=1e-6)
+    joints = robot.dof_indices
+    conservation = ConservationRows(target, unknown_initial=True).push_batch(rec.t, rec.q, rec.dq, None, None)
+    momentum = MomentumRows(target, window=0.5).push_batch(rec.t, rec.q, rec.dq, None, rec.tau)
+    for (a_c, y_c), r in zip(conservation, momentum, strict=True):
+        est.update(a_c * 100.0, y_c * 100.0)
+        if r is not None:
+            est.update(np.hstack((r[0][joints], np.zeros((joints.size, 6)))) * 300.0, r[1][joints] * 300.0)
+    assert logdet_divergence(est.theta[:10], payload.params) < 0.1
+    assert est.theta[0] == pytest.approx(5.0, rel=0.01)
+
+
+def test_residual_weights_estimate_each_rows_error_and_weigh_by_it():
+    """Two rows, one 40× noisier than its sensor σ says: the adaptive weights find both errors
+    (the floor holds the clean row at its sensor σ) and the estimate beats sensor weighting."""
+    from sysid_ros.core.row_weights import ResidualWeights
+
+    rng = np.random.default_rng(4)
+    truth = body_params_from_inertial(2.0, np.array([0.01, 0, 0.05]), np.eye(3) * 0.004)
+    prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * 0.01)
+    sigma = np.array([0.05, 2.0])
+    fixed = RLSLogDet(prior, [slice(0, 10)], alpha=1.0, weight=SIGMA**-2)
+    adaptive = RLSLogDet(prior, [slice(0, 10)], alpha=1.0, weight=1.0)
+    weights = ResidualWeights(SIGMA, time_constant=1.0, fs=500.0)
+    for _ in range(3000):
+        a = rng.normal(size=(2, 10))
+        y = a @ truth + sigma * rng.normal(size=2)
+        fixed.update(a, y)
+        adaptive.update(*weights.whiten(a, y, adaptive.theta))
+    assert weights.sigma[0] == pytest.approx(0.05, rel=0.2)
+    assert weights.sigma[1] == pytest.approx(2.0, rel=0.3)
+    assert logdet_divergence(adaptive.theta, truth) < 0.5 * logdet_divergence(fixed.theta, truth)
+    with pytest.raises(DataError, match="positive"):
+        ResidualWeights(0.0)
+
+
+def test_rls_logdet_keeps_a_relative_margin_inside_the_consistent_set():
+    """Heavily weighted rows of an infeasible body (a point mass with Ixx lowered: J has a negative
+    eigenvalue) under weak regularisation put the minimiser outside the consistent set. Every
+    estimate keeps J ≻ 1e-10·tr(J), so its divergence to any body stays finite (a Cholesky test
+    alone let λ_min/tr(J) reach round-off, −3e-16 here, and D = inf)."""
+    from sysid_ros.core.consistency import pseudo_inertia
+    from sysid_ros.core.estimators.rls_logdet import INTERIOR_MARGIN
+
+    rng = np.random.default_rng(5)
+    bad = np.zeros(10)
+    c = np.array([0.02, -0.01, 0.1])
+    bad[0], bad[1:4] = 50.0, 50.0 * c
+    inertia = 50.0 * (c @ c * np.eye(3) - np.outer(c, c))
+    bad[4:] = inertia[0, 0] - 0.01, inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2], inertia[2, 2]
+    assert np.linalg.eigvalsh(pseudo_inertia(bad))[0] < 0
+    prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * 0.3**2 / 6)
+    est = RLSLogDet(prior, [slice(0, 10)], alpha=1e-3, weight=4e5)
+    reference = body_params_from_inertial(50.0, c, np.eye(3) * 0.1)
+    for _ in range(500):
+        a = rng.normal(size=(13, 10)) * 10.0
+        est.update(a, a @ bad)
+        j = pseudo_inertia(est.theta)
+        assert np.linalg.eigvalsh(j)[0] > 0.99 * INTERIOR_MARGIN * np.trace(j)
+    assert np.isfinite(logdet_divergence(est.theta, reference))

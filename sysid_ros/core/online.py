@@ -373,18 +373,10 @@ class ConservationRows:
     with a weak quadratic term on ``h₀``). With a reference sample, its measurement noise — and
     the robot model's error at that instant — is a constant offset in every later row; as
     unknowns they are estimated from all samples instead.
-
-    ``joint_window`` [s]: also the joints' generalised-momentum rows (:class:`MomentumRows` over
-    windows of that length; ``tau`` then holds the generalised forces of all ``nv`` dofs, the
-    base's ignored): the complete momentum regression of a free-floating arm with joint torque
-    sensing — conservation for the 6 base dofs (no torque needed), torque integrals for the
-    joints, accelerations nowhere. Rows ``[6 conservation; n_joints momentum]``; a window's first
-    sample gives zero joint rows (``0 = 0``), so the row sequence stays exact under
-    :class:`RowFilter`. Columns: payload 10, ``h₀`` 6 (``unknown_initial``), nuisance bodies.
     """
 
     def __init__(self, target: Target, *, linear_weight: float = 1.0, unknown_initial: bool = False,
-                 nuisance: Nuisance | None = None, joint_window: float | None = None) -> None:
+                 nuisance: Nuisance | None = None) -> None:
         if target.kind != "payload":
             raise SysIdError("conservation rows identify one payload on a known floating robot")
         self.target = target
@@ -392,15 +384,10 @@ class ConservationRows:
         self.unknown_initial = unknown_initial
         self.nuisance = nuisance
         self._ref: tuple[np.ndarray, np.ndarray] | None = None
-        self._joints = (None if joint_window is None
-                        else MomentumRows(target, window=joint_window, nuisance=nuisance))
-        self._joint_dofs = target.model.dof_indices
 
     def restart(self) -> None:
-        """Take a new reference (and start a new joint window) at the next sample."""
+        """Take a new reference at the next sample."""
         self._ref = None
-        if self._joints is not None:
-            self._joints.restart()
 
     def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The target's momentum regressor, the known robot's momentum and the nuisance bodies'
@@ -415,33 +402,12 @@ class ConservationRows:
         return a_t, h_robot, extra
 
     def push(self, t, q, dq, ddq, tau):
-        rows = self._step(*self._terms(q, dq))
-        if self._joints is None:
-            return rows
-        return self._with_joints(rows, self._joints.push(t, q, dq, None, tau))
+        return self._step(*self._terms(q, dq))
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples (batched regressors, then the differences in order)."""
         a_t, h_robot, extra = self._terms(np.asarray(q), np.asarray(dq))
-        rows = [self._step(a_t[k], h_robot[k], None if extra is None else extra[k]) for k in range(len(t))]
-        if self._joints is None:
-            return rows
-        joints = self._joints.push_batch(t, q, dq, None, tau)
-        return [self._with_joints(r, j) for r, j in zip(rows, joints, strict=True)]
-
-    def _with_joints(self, rows, joint_rows):
-        """Conservation rows stacked on the joints' momentum rows (zero rows at a window start),
-        with the ``h₀`` columns inserted into the latter."""
-        if rows is None:
-            return None
-        a, y = rows
-        n = self._joint_dofs.size
-        if joint_rows is None:
-            return np.vstack((a, np.zeros((n, a.shape[1])))), np.concatenate((y, np.zeros(n)))
-        a_j, y_j = joint_rows[0][self._joint_dofs], joint_rows[1][self._joint_dofs]
-        if self.unknown_initial:
-            a_j = np.hstack((a_j[:, :10], np.zeros((n, 6)), a_j[:, 10:]))
-        return np.vstack((a, a_j)), np.concatenate((y, y_j))
+        return [self._step(a_t[k], h_robot[k], None if extra is None else extra[k]) for k in range(len(t))]
 
     def _step(self, a_t: np.ndarray, h_robot: np.ndarray, extra: np.ndarray | None = None):
         if self.unknown_initial:
