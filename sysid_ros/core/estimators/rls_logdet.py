@@ -112,17 +112,27 @@ class RLSLogDet:
         return (theta[self._body_idx] @ _E16).reshape(-1, 4, 4)
 
     def _chol(self, theta: np.ndarray) -> np.ndarray | None:
-        """Cholesky factors ``(B, 4, 4)`` of every J, or None unless every ``J ≻ ε·tr(J)·1``
-        (``ε`` = :data:`INTERIOR_MARGIN`): a Cholesky factorisation alone also succeeds for J
-        with eigenvalues at round-off level (e.g. −1e-17), where the barrier's Hessian is
-        meaningless and the divergence to any reference infinite."""
-        j = self._pseudo(theta)
-        shift = INTERIOR_MARGIN * np.trace(j, axis1=1, axis2=2)[:, None, None] * np.eye(4)
+        """Cholesky factors ``(B, 4, 4)`` of every J, or None if one is not ≻ 0."""
         try:
-            np.linalg.cholesky(j - shift)
-            return np.linalg.cholesky(j)
+            return np.linalg.cholesky(self._pseudo(theta))
         except np.linalg.LinAlgError:
             return None
+
+    def _interior(self, theta: np.ndarray, chol: np.ndarray) -> bool:
+        """Every ``J ≻ ε·tr(J)·1`` (``ε`` = :data:`INTERIOR_MARGIN`), given J's Cholesky factors. A
+        Cholesky factorisation alone also succeeds for J with eigenvalues at round-off level
+        (e.g. −1e-17), where the barrier's Hessian is meaningless and the divergence to any
+        reference infinite. Quick test first: ``λ_min ≥ det J / λ_max³ ≥ det J / tr(J)³``."""
+        trace = np.einsum("bij,bij->b", chol, chol)  # tr(J) = ‖L‖²_F
+        det = np.prod(np.diagonal(chol, axis1=1, axis2=2), axis=1) ** 2
+        if np.all(det > INTERIOR_MARGIN * trace**4):
+            return True
+        j = self._pseudo(theta)
+        try:
+            np.linalg.cholesky(j - INTERIOR_MARGIN * trace[:, None, None] * np.eye(4))
+        except np.linalg.LinAlgError:
+            return False
+        return True
 
     def _grad_hess(self, theta: np.ndarray, l_inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and Hessian of α⁻¹·R at θ, with ``l_inv = L⁻¹`` of every body's J."""
@@ -197,6 +207,19 @@ class RLSLogDet:
             if self._objective(alt[0], alt[1]) < self._objective(theta, chol):
                 theta, chol, _, decrement, cut_alt, _ = alt
                 cut |= cut_alt
+        if cut and not self._interior(theta, chol):
+            # only a shortened step (fraction-to-boundary or line search) approaches the boundary;
+            # the set {J ⪰ ε·tr(J)·1} is convex and holds the previous estimate: move back along
+            # the segment until inside (checked once per update: the line search stays cheap)
+            previous = self.theta
+            for _ in range(60):
+                theta = previous + 0.5 * (theta - previous)
+                chol = self._chol(theta)
+                if chol is not None and self._interior(theta, chol):
+                    break
+            else:
+                theta = previous
+            chol, cut = self._chol(theta), True
         self.theta, self._theta_chol = theta, chol
         return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
 
