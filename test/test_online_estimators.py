@@ -391,6 +391,7 @@ def test_residual_weights_estimate_each_rows_error_and_weigh_by_it():
         y = a @ truth + sigma * rng.normal(size=2)
         fixed.update(a, y)
         adaptive.update(*weights.whiten(a, y, adaptive.theta))
+        weights.observe(a, y, adaptive.theta)
     assert weights.sigma[0] == pytest.approx(0.05, rel=0.2)
     assert weights.sigma[1] == pytest.approx(2.0, rel=0.3)
     assert logdet_divergence(adaptive.theta, truth) < 0.5 * logdet_divergence(fixed.theta, truth)
@@ -422,3 +423,22 @@ def test_rls_logdet_keeps_a_relative_margin_inside_the_consistent_set():
         j = pseudo_inertia(est.theta)
         assert np.linalg.eigvalsh(j)[0] > 0.99 * INTERIOR_MARGIN * np.trace(j)
     assert np.isfinite(logdet_divergence(est.theta, reference))
+
+
+def test_online_estimator_with_adaptive_weights_converges_on_noisy_torques():
+    """OnlineEstimator(weighting="adaptive") on the simulated Panda + 5 kg payload with noisy
+    torques: it converges like the fixed weights and learns each joint row's error (≥ the sensor
+    σ, which is its floor); an unknown weighting is refused with the choices."""
+    from sysid_ros.core.online import OnlineEstimator
+
+    model = RobotModel.from_mjcf(SHARED_ROBOTS / "panda.xml")
+    payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.1**2 / 6)
+    ds = simulate_dataset(model, duration=10.0, seed=1, payload=payload)
+    tau = ds.tau + SIGMA * np.random.default_rng(0).standard_normal(ds.tau.shape)
+    target = payload_target(model, "hand")
+    est = OnlineEstimator(target, alpha=10.0, weight=1 / SIGMA**2, weighting="adaptive", sample_rate=500.0)
+    est.push_batch(ds.t, ds.q, ds.dq, ds.meta["ddq_true"], tau, log=False)
+    assert logdet_divergence(est.theta, payload.params) < 0.05
+    assert np.all(est.row_weights.sigma >= SIGMA) and np.all(est.row_weights.sigma < 5 * SIGMA)
+    with pytest.raises(DataError, match="expected fixed or adaptive"):
+        OnlineEstimator(target, weighting="robust")

@@ -491,7 +491,7 @@ class OnlineEstimator:
 
     ``push`` takes one conditioned sample; bad samples raise :class:`DataError` and leave the
     estimate untouched. ``weight``: the rows' W from the sensors (scalar or per row);
-    ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the a-priori
+    ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the
     residuals with ``weight_memory`` [s] of memory at ``sample_rate`` [Hz] rows, never above
     ``weight`` (:class:`~sysid_ros.core.row_weights.ResidualWeights`).
     """
@@ -568,9 +568,11 @@ class OnlineEstimator:
             return False
         a, y = rows
         residual = y - a @ self.core.theta
-        if self.row_weights is not None:
-            a, y = self.row_weights.whiten(a, y, self.core.theta)
-        self.core.update(a, y)
+        if self.row_weights is None:
+            self.core.update(a, y)
+        else:
+            self.core.update(*self.row_weights.whiten(a, y, self.core.theta))
+            self.row_weights.observe(a, y, self.core.theta)
         self.residual_sq += float(residual @ residual)
         self.residual_n += residual.size
         if log:
