@@ -170,7 +170,9 @@ def rows_of(regression: str, setting: str, target, robot: RobotModel, rec: Recor
     # the joints' generalised momentum over windows: torque integrals, variance σ²·h·T
     joints = robot.dof_indices
     h0 = np.zeros((joints.size, 6))  # the joints' rows have no h₀ columns
-    built = MomentumRows(target, window=args.window, nuisance=nuisance).push_batch(t, q, dq, None, tau)
+    # the simulator holds each torque for one step: ∫τ over a step is h·τ_{k−1} (zero-order hold)
+    built = MomentumRows(target, window=args.window, nuisance=nuisance, torque_hold=True).push_batch(
+        t, q, dq, None, tau)
     rows = [None if r is None else (np.hstack((r[0][joints, :10], h0, r[0][joints, 10:])), r[1][joints])
             for r in built]
     streams.append((late + rows, np.full(joints.size, 1.0 / (args.noise**2 * args.window / fs))))

@@ -335,8 +335,9 @@ def test_force_rows_of_joints_near_rest_carry_no_information_with_coulomb_fricti
 def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
     """The joints' generalised-momentum rows of a free-floating arm (torque integrals over windows;
     the base rows have zero force) with the arm's separable links as columns: the true payload and
-    nominal links satisfy every row up to the trapezoidal integral of a sample-and-hold torque;
-    batch == push; with the conservation rows they identify the payload without accelerations."""
+    nominal links satisfy every row — to 1e-5 when the torque is integrated as the simulator holds
+    it (zero-order hold), to the trapezoidal rule's error otherwise; batch == push; with the
+    conservation rows they identify the payload without accelerations."""
     from sysid_ros.core.excitation import FourierTrajectory, Limits
     from sysid_ros.core.online import ConservationRows, MomentumRows, Nuisance, separable_links
     from sysid_ros.core.simulation import simulate_mit
@@ -348,7 +349,7 @@ def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
                        truth=with_payload(robot, payload), integrator="rk4")
     target = payload_target(robot, "hand")
     nuisance = Nuisance(separable_links(target.model, "hand"))
-    built = MomentumRows(target, window=0.5, nuisance=nuisance).push_batch(
+    built = MomentumRows(target, window=0.5, nuisance=nuisance, torque_hold=True).push_batch(
         rec.t, rec.q, rec.dq, None, rec.tau)
     assert built[0] is None and sum(r is None for r in built) == 3  # each window's first sample
     prior, _, _ = nuisance.setup(target, alpha=10.0)
@@ -356,8 +357,12 @@ def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
     scale = max(np.abs(r[1]).max() for r in built if r is not None)
     for r in filter(None, built):
         assert r[0].shape == (13, 70)
-        assert np.abs(r[0] @ theta - r[1]).max() < 5e-3 * scale  # trapezoidal ∫τ of a held torque
-    single = MomentumRows(target, window=0.5, nuisance=nuisance)
+        assert np.abs(r[0] @ theta - r[1]).max() < 1e-5 * scale
+    trapezoid = MomentumRows(target, window=0.5, nuisance=nuisance).push_batch(
+        rec.t, rec.q, rec.dq, None, rec.tau)
+    error = max(np.abs(r[0] @ theta - r[1]).max() for r in filter(None, trapezoid))
+    assert 1e-4 * scale < error < 5e-3 * scale  # the trapezoidal rule on a held torque
+    single = MomentumRows(target, window=0.5, nuisance=nuisance, torque_hold=True)
     for k in (0, 1, 2):
         row = single.push(rec.t[k], rec.q[k], rec.dq[k], None, rec.tau[k])
     np.testing.assert_allclose(row[0], built[2][0], atol=1e-12)

@@ -304,15 +304,20 @@ class MomentumRows:
 
     For a payload the known arm's terms move to ``y``; with ``nuisance`` those bodies' columns
     follow the payload's and their nominal terms leave the known part. No acceleration is used.
+    ``torque_hold``: each sample's torque acts until the next sample (zero-order hold, as an MIT
+    command or a simulator's control does), so ``∫τ`` over a step is ``h·τ_{k−1}`` exactly; by
+    default the trapezoidal rule (a torque sampled from a continuous signal).
     Rows have one entry per dof (``nv``); a free-floating base's rows have zero force.
     """
 
-    def __init__(self, target: Target, window: float = 0.5, *, nuisance: Nuisance | None = None) -> None:
+    def __init__(self, target: Target, window: float = 0.5, *, nuisance: Nuisance | None = None,
+                 torque_hold: bool = False) -> None:
         if nuisance is not None and target.kind != "payload":
             raise SysIdError("nuisance bodies go with a payload target")
         self.target = target
         self.window = window
         self.nuisance = nuisance
+        self.torque_hold = torque_hold
         self._w: _Window | None = None
 
     def restart(self) -> None:
@@ -352,7 +357,7 @@ class MomentumRows:
             return None
         h = t - w.t
         w.int_rate = w.int_rate + 0.5 * h * (rate + w.rate)
-        w.int_tau = w.int_tau + 0.5 * h * (tau + w.tau)
+        w.int_tau = w.int_tau + (h * w.tau if self.torque_hold else 0.5 * h * (tau + w.tau))
         w.t, w.rate, w.tau = t, rate, tau
         a = m_yp - w.yp0 - w.int_rate
         y = w.int_tau.copy()
