@@ -319,6 +319,13 @@ class MomentumRows:
         self.nuisance = nuisance
         self.torque_hold = torque_hold
         self._w: _Window | None = None
+        model = target.model
+        if target.kind == "payload":  # its columns, then the nuisance bodies'; the rest is known
+            body = model.body_slice(target.body)
+            self._cols = np.r_[np.arange(body.start, body.stop),
+                               nuisance.columns(model) if nuisance is not None else np.zeros(0, dtype=int)]
+            self._known = model.nominal.copy()
+            self._known[self._cols[10:]] = 0.0
 
     def restart(self) -> None:
         """Start a new window at the next sample (after a gap in the data)."""
@@ -331,11 +338,7 @@ class MomentumRows:
         rate = m.Yc - m.Yg - m.Yf  # d/dt(Yp θ) = τ + rate θ
         if self.target.kind == "arm":
             return m.Yp, rate, None, None
-        cols = np.r_[np.arange(model.body_slice(self.target.body).start,
-                               model.body_slice(self.target.body).stop),
-                     self.nuisance.columns(model) if self.nuisance is not None else np.zeros(0, dtype=int)]
-        known = model.nominal.copy()  # the arm is known: its terms go to the output
-        known[cols[10:]] = 0.0
+        cols, known = self._cols, self._known  # the known arm's terms go to the output
         return m.Yp[..., cols], rate[..., cols], m.Yp @ known, rate @ known
 
     def push(self, t, q, dq, ddq, tau):
