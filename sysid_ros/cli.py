@@ -31,6 +31,7 @@ from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from .core.errors import SysIdError
 from .core.identify import METHODS, IdentifyOptions, check_method, online_result, prepare, run_method
 from .core.model import RobotModel, joint_terms
+from .core.online import WEIGHTINGS
 from .core.online_replay import ONLINE_METHODS, OnlineOptions, plot_convergence, replay, write_trajectory
 from .core.preprocessing import Preprocessing
 from .core.report import summary, write_outputs
@@ -304,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1.0, help="online: log-det regularisation strength")
     p.add_argument("--forgetting", type=float, default=1.0, help="online: forgetting factor λ")
     p.add_argument("--torque-noise", type=float, default=0.05, help="online: torque noise σ [N·m]")
-    p.add_argument("--weighting", choices=("fixed", "adaptive"), default="fixed",
+    p.add_argument("--weighting", choices=WEIGHTINGS, default="fixed",
                    help="online: row weights 1/σ² (fixed) or estimated per row from the residuals (adaptive)")
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")

@@ -34,6 +34,7 @@ from .target import Target
 Regression = Literal["force", "momentum", "conservation"]
 Estimator = Literal["rls", "rls_logdet"]
 Weighting = Literal["fixed", "adaptive"]
+WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
 
 
 class CausalFilter:
@@ -521,8 +522,8 @@ class OnlineEstimator:
             self.rows = ConservationRows(target)
         else:
             raise DataError(f"unknown regression {regression!r}; expected force, momentum or conservation")
-        if weighting not in ("fixed", "adaptive"):
-            raise DataError(f"unknown weighting {weighting!r}; expected fixed or adaptive")
+        if weighting not in WEIGHTINGS:
+            raise DataError(f"unknown weighting {weighting!r}; expected {' or '.join(WEIGHTINGS)}")
         # adaptive: rows whitened by their online error estimate (the sensors' σ its floor), unit W
         self.row_weights = (ResidualWeights(np.asarray(weight, dtype=float) ** -0.5,
                                             time_constant=weight_memory, fs=sample_rate)

@@ -29,8 +29,10 @@ class ResidualWeights:
 
     ``floor``: the smallest σ of each row (scalar or ``(m,)``, e.g. the torque sensor's σ in the
     rows' units) — a weight never exceeds ``1/floor²``, the sensor's weight; ``time_constant`` [s]:
-    memory of the variance estimate; ``fs`` [Hz]: the row rate. Per row: :meth:`whiten` with the
-    current estimate, fold the rows in, then :meth:`observe` with the new estimate.
+    memory of the variance estimate (a plain mean of the residuals until that long has been seen,
+    so the first rows' residuals against the prior fade quickly); ``fs`` [Hz]: the row rate. Per
+    row: :meth:`whiten` with the current estimate, fold the rows in, then :meth:`observe` with the
+    new estimate.
     """
 
     def __init__(self, floor: float | np.ndarray, *, time_constant: float = 1.0, fs: float = 500.0) -> None:
@@ -42,9 +44,11 @@ class ResidualWeights:
         self.floor_sq = floor**2
         self.gain = min(1.0, 1.0 / (time_constant * fs))
         self.variance: np.ndarray | None = None
+        self.count = 0  # residuals averaged so far
 
     def reset(self) -> None:
         self.variance = None
+        self.count = 0
 
     @property
     def sigma(self) -> np.ndarray | None:
@@ -58,7 +62,7 @@ class ResidualWeights:
         pin the estimate to them however poorly they fit)."""
         a, y = np.atleast_2d(a), np.atleast_1d(y)
         if self.variance is None or self.variance.shape != y.shape:
-            self.variance = (y - a @ theta) ** 2
+            self.variance, self.count = (y - a @ theta) ** 2, 1
         scale = 1.0 / np.sqrt(np.maximum(self.variance, self.floor_sq))
         return a * scale[:, None], y * scale
 
@@ -66,4 +70,6 @@ class ResidualWeights:
         """Update σ̂ with the residuals ``y − a θ`` of (unwhitened) rows and the estimate ``θ``
         after they were folded in."""
         a, y = np.atleast_2d(a), np.atleast_1d(y)
-        self.variance = self.variance + self.gain * ((y - a @ theta) ** 2 - self.variance)
+        self.count += 1  # a plain mean until the memory is full, then exponential forgetting
+        gain = max(self.gain, 1.0 / self.count)
+        self.variance = self.variance + gain * ((y - a @ theta) ** 2 - self.variance)

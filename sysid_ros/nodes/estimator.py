@@ -30,7 +30,7 @@ from sysid_ros.msg import ParameterEstimate
 
 from ..core.errors import DataError, SysIdError
 from ..core.model import RobotModel, joint_terms
-from ..core.online import CausalConditioner, OnlineEstimator
+from ..core.online import WEIGHTINGS, CausalConditioner, OnlineEstimator
 from ..core.online_replay import ONLINE_METHODS, OnlineOptions, make_estimator
 from ..core.target import Target, arm_target, payload_target
 from ..resources import default_robot_path
@@ -124,8 +124,8 @@ class EstimatorNode(Node):
                 reason = f"method must be one of {list(ONLINE_METHODS)}, got {prm.value!r}"
             elif prm.name == "forgetting" and not 0.0 < prm.value <= 1.0:
                 reason = f"forgetting must be in (0, 1], got {prm.value}"
-            elif prm.name == "weighting" and prm.value not in ("fixed", "adaptive"):
-                reason = f"weighting must be 'fixed' or 'adaptive', got {prm.value!r}"
+            elif prm.name == "weighting" and prm.value not in WEIGHTINGS:
+                reason = f"weighting must be one of {list(WEIGHTINGS)}, got {prm.value!r}"
             elif prm.name in ("alpha", "torque_noise", "cutoff", "window", "sample_rate",
                               "publish_rate", "process_rate", "weight_memory") and not prm.value > 0:
                 reason = f"{prm.name} must be > 0, got {prm.value}"
