@@ -23,6 +23,7 @@ import yaml
 
 from ..core.errors import SysIdError
 from ..core.motors import DAMIAO_MOTORS
+from .wiring import MotorWiring
 
 __all__ = ["BUS_PARAMETERS", "JOINT_PARAMETERS", "BridgeConfig", "ConfigError", "JointConfig",
            "load_bridge_config"]
@@ -80,16 +81,9 @@ JOINT_PARAMETERS: tuple[tuple[str, type, str], ...] = (
 
 
 @dataclass(frozen=True)
-class JointConfig:
-    """One joint and its motor; limits and gains in joint space."""
+class JointConfig(MotorWiring):
+    """One joint and its motor (the wiring), with limits and gains in joint space."""
 
-    name: str
-    motor: str
-    can_id: int
-    master_id: int
-    direction: int = 1
-    position_offset: float = 0.0
-    gear_ratio: float = 1.0
     position_min: float = -math.pi
     position_max: float = math.pi
     velocity_limit: float = 10.0

@@ -62,7 +62,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -94,6 +93,7 @@ from .codec import (
     register_reply_frame,
 )
 from .transport import Payload
+from .wiring import MotorWiring
 
 log = logging.getLogger(__name__)
 
@@ -133,18 +133,9 @@ class JointLike(Protocol):
     master_id: int
 
 
-@dataclass(frozen=True)
-class EmulatorJoint:
-    """One emulated motor: its MJCF joint, Damiao model, ESC_ID/MST_ID and the joint ↔ motor
-    mapping (the same keys as the bridge's ``JointConfig``, which is accepted as is)."""
-
-    name: str
-    motor: str
-    can_id: int
-    master_id: int
-    direction: int = 1
-    position_offset: float = 0.0
-    gear_ratio: float = 1.0
+#: one emulated motor: its MJCF joint, Damiao model, ESC_ID/MST_ID and the joint ↔ motor mapping
+#: (the bridge's ``JointConfig`` extends the same wiring and is accepted as is)
+EmulatorJoint = MotorWiring
 
 
 def _as_joint(j: JointLike) -> EmulatorJoint:
