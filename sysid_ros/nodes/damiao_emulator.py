@@ -99,11 +99,12 @@ class DamiaoEmulatorNode(Node):
         self._state_pub = self.create_publisher(JointState, "~/joint_states", qos_profile_sensor_data)
         self.create_subscription(String, "~/fault", self._on_fault, 10)
         self.create_timer(1.0 / float(p["state_rate"]), self._publish_state)
-        self._publish_truth()
         self.emulator.start()
         ids = ", ".join(f"{j.name}=0x{j.can_id:X}/0x{j.master_id:X}" for j in self.emulator.joints)
         self.get_logger().info(f"emulating {len(self.emulator.motors)} Damiao motors on {p['interface']}:"
                                f"{p['channel']} ({ids}), {p['clock']} clock at {p['physics_rate']:g} Hz")
+        # last: the latched truth is the sign that the emulator answers (a test may stop it then)
+        self._publish_truth()
 
     def _publish_truth(self) -> None:
         names, values = self.emulator.true_parameters()
