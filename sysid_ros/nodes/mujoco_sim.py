@@ -92,7 +92,6 @@ class MujocoSimNode(Node):
         self._clock_pub = self.create_publisher(Clock, "/clock", 10)
         self._truth_pub = self.create_publisher(ParameterEstimate, self._get("truth_topic"), LATCHED)
         self.create_subscription(MotorCommand, self._get("motor_command_topic"), self._on_command, STREAM)
-        self._publish_truth()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_stepping", daemon=True)
@@ -101,6 +100,7 @@ class MujocoSimNode(Node):
             f"simulating {model_path} ({len(self.sim.joint_names)} joints) at {self.rate:g} Hz, "
             f"real-time factor {'max' if self.rtf <= 0 else f'{self.rtf:g}'}"
             + (f", payload {self._get('payload')}" if self._get("payload") else ""))
+        self._publish_truth()  # last: the latched truth says the simulator is running
 
     def _get(self, name: str):
         return parameter_value(self, name)
