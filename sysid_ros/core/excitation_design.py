@@ -78,10 +78,6 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
         q, dq, ddq = (np.concatenate([m[i] for m in motion]) for i in range(3))
         return base.columns(torque_regressor(model, q, dq, ddq)).reshape(len(xs), -1, base.rank)
 
-    def objective(x: np.ndarray) -> float:
-        s = np.linalg.svd(stacked(x[None])[0], compute_uv=False)
-        return float(np.log(s[0]) - np.log(max(s[-1], 1e-300)))
-
     def objective_and_gradient(x: np.ndarray) -> tuple[float, np.ndarray]:
         """``log cond W`` and its gradient: forward differences of the regressor (every
         perturbed candidate in the same batched call, as scipy's ``eps`` steps), projected on
@@ -97,7 +93,7 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
     step = 1e-5
     x0 = np.concatenate([start.a.ravel(), start.b.ravel()])
     began = time.perf_counter()
-    initial = float(np.exp(objective(x0)))
+    initial = condition_number(model, fitted(x0), base=base, n_samples=n_samples)
     res = scipy.optimize.minimize(objective_and_gradient, x0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": max_iterations})
     if not np.all(np.isfinite(res.x)):
