@@ -17,16 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel  # noqa: E402
-from sysid_ros.core.identify import IdentifyOptions, prepare, run_method  # noqa: E402
-from sysid_ros.core.preprocessing import Preprocessing  # noqa: E402
-from sysid_ros.core.simulation import SensorModel  # noqa: E402
-from sysid_ros.core.synthetic import simulate_dataset  # noqa: E402
-from sysid_ros.core.target import arm_target  # noqa: E402
+from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method  # noqa: E402
+from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
+from sysid_ros.core.model.target import arm_target  # noqa: E402
+from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
+from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT.parent / "shared" / "robots" / "ur5e.xml"))
+    parser.add_argument("--model", default=str(ROOT / "test" / "robots" / "ur5e.xml"))
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--rate", type=float, default=5000.0)
     parser.add_argument("--samples", type=int, default=2000, help="dual-metric SDP samples")

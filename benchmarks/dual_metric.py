@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel, mass_matrix_regressor, torque_regressor  # noqa: E402
-from sysid_ros.core.estimators.convex import least_squares_program  # noqa: E402
-from sysid_ros.core.identify import IdentifyOptions, _weighted_rows, prepare, run_method  # noqa: E402
-from sysid_ros.core.preprocessing import Preprocessing  # noqa: E402
-from sysid_ros.core.simulation import SensorModel  # noqa: E402
-from sysid_ros.core.synthetic import simulate_dataset  # noqa: E402
-from sysid_ros.core.target import arm_target  # noqa: E402
+from sysid_ros.core.batch.convex import least_squares_program  # noqa: E402
+from sysid_ros.core.batch.identify import IdentifyOptions, _weighted_rows, prepare, run_method  # noqa: E402
+from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
+from sysid_ros.core.model.target import arm_target  # noqa: E402
+from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
+from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
 MJCF = """
 <mujoco model="carriage_pan_tilt">
@@ -101,7 +101,7 @@ def main() -> int:
     rng = np.random.default_rng(args.seed)
     err = args.prior_error
     prior = model.nominal * rng.uniform(1 - err, 1 + err, model.n_params)  # an inaccurate "CAD" prior
-    from sysid_ros.core.consistency import check_consistency
+    from sysid_ros.core.model.consistency import check_consistency
 
     if not check_consistency(model, prior).consistent:
         prior = model.nominal.copy()

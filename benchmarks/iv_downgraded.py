@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel  # noqa: E402
-from sysid_ros.core.dataset import CommandLog, Dataset  # noqa: E402
-from sysid_ros.core.excitation import FourierTrajectory, Limits  # noqa: E402
-from sysid_ros.core.identify import IdentifyOptions, prepare, run_method  # noqa: E402
-from sysid_ros.core.preprocessing import Preprocessing  # noqa: E402
-from sysid_ros.core.simulation import SensorModel, default_gains, simulate_mit  # noqa: E402
-from sysid_ros.core.target import arm_target  # noqa: E402
+from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method  # noqa: E402
+from sysid_ros.core.data.dataset import CommandLog, Dataset  # noqa: E402
+from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
+from sysid_ros.core.model.target import arm_target  # noqa: E402
+from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit  # noqa: E402
 
 METHODS = (("LS", "ols"), ("IV", "iv"), ("PC-LS", "pc_ls"), ("PC-IV", "pc_iv"))
 
@@ -62,7 +62,7 @@ def joint_errors(beta, prep_true) -> np.ndarray:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT.parent / "shared" / "robots" / "ur5e.xml"))
+    parser.add_argument("--model", default=str(ROOT / "test" / "robots" / "ur5e.xml"))
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--rate", type=float, default=5000.0)
     parser.add_argument("--bandwidth", type=float, default=20.0, help="closed-loop bandwidth [Hz]")

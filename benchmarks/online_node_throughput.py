@@ -30,8 +30,8 @@ from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.online import CausalConditioner  # noqa: E402
-from sysid_ros.core.simulation import SensorModel  # noqa: E402
-from sysid_ros.core.synthetic import Payload, simulate_dataset  # noqa: E402
+from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
+from sysid_ros.core.sim.synthetic import Payload, simulate_dataset  # noqa: E402
 from sysid_ros.nodes.processes import NodeProcess  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -96,7 +96,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--domain", type=int, default=91)
     args = parser.parse_args()
-    model_path = ROOT.parent / "shared" / "robots" / "panda.xml"
+    model_path = ROOT / "test" / "robots" / "panda.xml"
     model = RobotModel.from_mjcf(model_path)
     payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.01 / 6)
     run = simulate_dataset(model, duration=args.duration, rate=args.rate, payload=payload,

@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel  # noqa: E402
-from sysid_ros.core.estimators.rls_logdet import RLSLogDet  # noqa: E402
+from sysid_ros.core.model.target import arm_target, payload_target  # noqa: E402
 from sysid_ros.core.online import ForceRows  # noqa: E402
-from sysid_ros.core.synthetic import Payload, simulate_dataset  # noqa: E402
-from sysid_ros.core.target import arm_target, payload_target  # noqa: E402
+from sysid_ros.core.online.rls_logdet import RLSLogDet  # noqa: E402
+from sysid_ros.core.sim.synthetic import Payload, simulate_dataset  # noqa: E402
 
 
 def measure(label: str, target, ds, alpha: float, weight: float, target_hz: float) -> None:
@@ -45,13 +45,13 @@ def measure(label: str, target, ds, alpha: float, weight: float, target_hz: floa
 
 
 def main() -> int:
-    model = RobotModel.from_mjcf(ROOT.parent / "shared" / "robots" / "panda.xml")
+    model = RobotModel.from_mjcf(ROOT / "test" / "robots" / "panda.xml")
     payload = Payload("hand", 5.0, np.array([0.0, 0.0, 0.1]), np.eye(3) * 5.0 * 0.04 / 6)
     ds = simulate_dataset(model, duration=10.0, seed=1, payload=payload)
     print(f"{'update':<34} {'p':>4} {'med [us]':>9} {'p99 [us]':>9} {'med [Hz]':>10} {'p99 [Hz]':>10} "
           f"{'rows [us]':>9}")
     measure("payload (10 parameters)", payload_target(model, "hand"), ds, 10.0, 400.0, 10_000)
-    arm = RobotModel.from_mjcf(ROOT.parent / "shared" / "robots" / "panda.xml", joint_terms=("Fc", "Fv"))
+    arm = RobotModel.from_mjcf(ROOT / "test" / "robots" / "panda.xml", joint_terms=("Fc", "Fv"))
     measure("whole arm (bodies + friction)", arm_target(arm), ds, 1.0, 400.0, 1_000)
     return 0
 

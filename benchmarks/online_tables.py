@@ -73,8 +73,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel, logdet_divergence  # noqa: E402
-from sysid_ros.core.estimators.rls_logdet import RLSLogDet  # noqa: E402
-from sysid_ros.core.excitation import FourierTrajectory, Limits  # noqa: E402
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
+from sysid_ros.core.model.target import payload_target  # noqa: E402
 from sysid_ros.core.online import (  # noqa: E402
     CausalConditioner,
     ConservationRows,
@@ -84,10 +84,10 @@ from sysid_ros.core.online import (  # noqa: E402
     RowFilter,
     separable_links,
 )
-from sysid_ros.core.row_weights import ResidualWeights  # noqa: E402
-from sysid_ros.core.simulation import Recording, SensorModel, simulate_mit  # noqa: E402
-from sysid_ros.core.synthetic import Payload, floating_base, randomize, with_payload  # noqa: E402
-from sysid_ros.core.target import payload_target  # noqa: E402
+from sysid_ros.core.online.rls_logdet import RLSLogDet  # noqa: E402
+from sysid_ros.core.online.row_weights import ResidualWeights  # noqa: E402
+from sysid_ros.core.sim.simulation import Recording, SensorModel, simulate_mit  # noqa: E402
+from sysid_ros.core.sim.synthetic import Payload, floating_base, randomize, with_payload  # noqa: E402
 
 SEED = {  # the seed's reported figures
     ("ground", 5, 0.0): 0.0217, ("ground", 5, 2.5): 0.0243,
@@ -216,7 +216,7 @@ def cell(value: float, seed: float | None = None) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT.parent / "shared" / "robots" / "panda.xml"))
+    parser.add_argument("--model", default=str(ROOT / "test" / "robots" / "panda.xml"))
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--noise", type=float, default=0.05, help="torque noise σ [N·m]")
     parser.add_argument("--alpha", type=float, default=10.0)

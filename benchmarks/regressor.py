@@ -35,7 +35,7 @@ def _times(fn, repeat: int) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT.parent / "shared" / "robots" / "panda.xml"))
+    parser.add_argument("--model", default=str(ROOT / "test" / "robots" / "panda.xml"))
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()

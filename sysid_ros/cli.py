@@ -26,19 +26,32 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import base_parameters, run_offline_pipeline
-from .core.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
-from .core.errors import SysIdError
-from .core.identify import METHODS, IdentifyOptions, check_method, online_result, prepare, run_method
-from .core.model import RobotModel, joint_terms
-from .core.online import WEIGHTINGS
-from .core.online_replay import ONLINE_METHODS, OnlineOptions, plot_convergence, replay, write_trajectory
-from .core.preprocessing import Preprocessing
-from .core.report import summary, write_outputs
-from .core.simulation import SensorModel
-from .core.synthetic import Payload, simulate_dataset
-from .core.target import arm_target, payload_target
-from .resources import default_robot_path
+from sysid_ros.core import base_parameters, run_offline_pipeline
+from sysid_ros.core.batch.identify import (
+    METHODS,
+    IdentifyOptions,
+    check_method,
+    online_result,
+    prepare,
+    run_method,
+)
+from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
+from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.robot import RobotModel, joint_terms
+from sysid_ros.core.model.target import arm_target, payload_target
+from sysid_ros.core.online import WEIGHTINGS
+from sysid_ros.core.online.replay import (
+    ONLINE_METHODS,
+    OnlineOptions,
+    plot_convergence,
+    replay,
+    write_trajectory,
+)
+from sysid_ros.core.report.files import summary, write_outputs
+from sysid_ros.core.sim.simulation import SensorModel
+from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
+from sysid_ros.resources import default_robot_path
 
 log = logging.getLogger("sysid")
 
@@ -82,7 +95,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .nodes.sim_demo import DEFAULT_PAYLOAD, DemoOptions, run_demo
+    from sysid_ros.nodes.sim_demo import DEFAULT_PAYLOAD, DemoOptions, run_demo
 
     methods = tuple(m for m in args.methods.split(",") if m)
     unknown = [m for m in methods if m not in METHODS]
@@ -95,10 +108,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _trajectory(args: argparse.Namespace) -> int:
-    from .core.excitation import Limits
-    from .core.excitation_design import choose_excitation, condition_number
-    from .core.excitation_plan import ExcitationPlan
-    from .core.trajectory_file import write_trajectory_file
+    from sysid_ros.core.data.trajectory_file import write_trajectory_file
+    from sysid_ros.core.excitation.design import choose_excitation, condition_number
+    from sysid_ros.core.excitation.fourier import Limits
+    from sysid_ros.core.excitation.plan import ExcitationPlan
 
     model = RobotModel.from_mjcf(args.model)
     limits = Limits.of(model, acceleration=args.max_acceleration)

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from .core.errors import SysIdError
+from sysid_ros.core.errors import SysIdError
 
 DEFAULT_ROBOT = "yam_damiao.xml"
 

@@ -13,9 +13,9 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.pop("ROS_STATIC_PEERS", None)
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_ROBOTS = ROOT.parent / "shared" / "robots"
+TEST_ROBOTS = ROOT / "test" / "robots"  # written for this repository from published figures
 DEFAULT_ROBOT = ROOT / "config" / "robots" / "yam_damiao.xml"
-ROBOT_FILES = sorted(SHARED_ROBOTS.glob("*.xml")) if SHARED_ROBOTS.is_dir() else []
+ROBOT_FILES = sorted(TEST_ROBOTS.glob("*.xml"))
 
 # Domain ids 1..100 stay inside the default port range; spread concurrent pytest processes apart.
 _domains = itertools.count(1 + (os.getpid() % 50) * 2)
@@ -45,6 +45,6 @@ def stop_process(proc) -> str:
 
 
 def robot_params():
-    """pytest params over the shared reference robots plus the default robot."""
+    """pytest params over the test robots plus the default robot."""
     files = [*ROBOT_FILES, DEFAULT_ROBOT]
     return [pytest.param(f, id=f.stem) for f in files]

@@ -7,20 +7,18 @@ Public API (see each module for shapes and units)::
     Y = torque_regressor(model, q, dq, ddq)        # (N, nv, p); tau = Y @ model.nominal
 """
 
-from .base_params import BaseParameters, base_parameters, random_states
-from .consistency import (
+from sysid_ros.core.batch.least_squares import ols
+from sysid_ros.core.errors import DataError, IdentificationError, ModelError, SysIdError
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.model.base_params import BaseParameters, base_parameters, random_states
+from sysid_ros.core.model.consistency import (
     ConsistencyReport,
     check_consistency,
     logdet_divergence,
     model_divergence,
     pseudo_inertia,
 )
-from .errors import DataError, IdentificationError, ModelError, SysIdError
-from .estimators import ols
-from .excitation import FourierTrajectory, Limits
-from .model import BODY_FIELDS, JOINT_FIELDS, RobotModel
-from .pipeline import PipelineReport, run_offline_pipeline
-from .regressor import (
+from sysid_ros.core.model.regressor import (
     MomentumRegressors,
     body_regressor,
     gravity_regressor,
@@ -28,8 +26,10 @@ from .regressor import (
     momentum_regressors,
     torque_regressor,
 )
-from .result import Diagnostics, IdentificationResult
-from .simulation import Recording, default_gains, simulate_mit
+from sysid_ros.core.model.robot import BODY_FIELDS, JOINT_FIELDS, RobotModel
+from sysid_ros.core.pipeline import PipelineReport, run_offline_pipeline
+from sysid_ros.core.result import Diagnostics, IdentificationResult
+from sysid_ros.core.sim.simulation import Recording, default_gains, simulate_mit
 
 __all__ = [
     "BODY_FIELDS",

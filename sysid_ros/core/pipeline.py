@@ -14,14 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .base_params import BaseParameters, base_parameters
-from .estimators import ols
-from .estimators.least_squares import coulomb_rows
-from .excitation import FourierTrajectory, Limits
-from .model import RobotModel
-from .regressor import torque_regressor
-from .result import IdentificationResult
-from .simulation import simulate_mit
+from sysid_ros.core.batch.least_squares import coulomb_rows, ols
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.model.base_params import BaseParameters, base_parameters
+from sysid_ros.core.model.regressor import torque_regressor
+from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.result import IdentificationResult
+from sysid_ros.core.sim.simulation import simulate_mit
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .base_params import BaseParameters
+from sysid_ros.core.model.base_params import BaseParameters
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,6 @@ Protocol reference: ``docs/damiao-protocol.md``.
 
 from __future__ import annotations
 
-from .usb2can import register as _register_usb2can
+from sysid_ros.hardware.usb2can import register as _register_usb2can
 
 _register_usb2can()

@@ -50,12 +50,12 @@ from typing import Literal
 import can
 import numpy as np
 
-from ..core.errors import SysIdError
-from .bridge_config import BridgeConfig
-from .bridge_replay import ReplaySource, load_replay
-from .bridge_timing import LoopTiming, TimingSummary
-from .codec import REGISTER_REQUEST_ID as REGISTER_ID
-from .codec import (
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.hardware.bridge_config import BridgeConfig
+from sysid_ros.hardware.bridge_replay import ReplaySource, load_replay
+from sysid_ros.hardware.bridge_timing import LoopTiming, TimingSummary
+from sysid_ros.hardware.codec import REGISTER_REQUEST_ID as REGISTER_ID
+from sysid_ros.hardware.codec import (
     TIMEOUT_UNIT_S,
     CodecError,
     CtrlMode,
@@ -75,8 +75,8 @@ from .codec import (
     special_frame,
     write_register_frame,
 )
-from .joint_map import JointMap, PositionUnwrapper, resolve_turns
-from .safety import (
+from sysid_ros.hardware.joint_map import JointMap, PositionUnwrapper, resolve_turns
+from sysid_ros.hardware.safety import (
     CommandError,
     CommandLimits,
     JointTargets,
@@ -87,7 +87,7 @@ from .safety import (
     WatchdogMode,
     parse_command,
 )
-from .transport import BusError, Transport
+from sysid_ros.hardware.transport import BusError, Transport
 
 __all__ = ["Bridge", "BridgeError", "BridgeStatus", "HandshakeError", "JointSample", "MotorStatus"]
 

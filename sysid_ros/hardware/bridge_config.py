@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from ..core.errors import SysIdError
-from ..core.motors import DAMIAO_MOTORS
-from .wiring import MotorWiring
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.motors import DAMIAO_MOTORS
+from sysid_ros.hardware.wiring import MotorWiring
 
 __all__ = ["BUS_PARAMETERS", "JOINT_PARAMETERS", "BridgeConfig", "ConfigError", "JointConfig",
            "load_bridge_config"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import DataError
-from ..core.trajectory_file import TrajectoryFile, read_trajectory_file
-from .safety import CommandLimits, JointTargets
+from sysid_ros.core.data.trajectory_file import TrajectoryFile, read_trajectory_file
+from sysid_ros.core.errors import DataError
+from sysid_ros.hardware.safety import CommandLimits, JointTargets
 
 __all__ = ["ReplaySource", "load_replay"]
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
 
-from ..core.errors import SysIdError
-from ..core.motors import DAMIAO_MOTORS, MotorModel
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.motors import DAMIAO_MOTORS, MotorModel
 
 FRAME_LENGTH = 8
 """Payload length [bytes] of every MIT, special, feedback and register frame."""
@@ -172,7 +172,7 @@ class MitLimits:
 
 
 DAMIAO_LIMITS: dict[str, MitLimits] = {name: MitLimits.from_motor(m) for name, m in DAMIAO_MOTORS.items()}
-"""Default MIT limits per model, derived from :data:`sysid_ros.core.motors.DAMIAO_MOTORS`."""
+"""Default MIT limits per model, derived from :data:`sysid_ros.core.model.motors.DAMIAO_MOTORS`."""
 
 
 def check_limits(model: str, limits: MitLimits, *, rel_tol: float = 1e-3) -> str | None:

@@ -69,10 +69,10 @@ import can
 import mujoco
 import numpy as np
 
-from ..core.errors import SysIdError
-from ..core.model import RobotModel
-from ..core.motors import DAMIAO_MOTORS
-from .codec import (
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.motors import DAMIAO_MOTORS
+from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.hardware.codec import (
     REGISTER_REQUEST_ID,
     TIMEOUT_UNIT_S,
     UINT32_REGISTERS,
@@ -92,8 +92,8 @@ from .codec import (
     parse_special,
     register_reply_frame,
 )
-from .transport import Payload
-from .wiring import MotorWiring
+from sysid_ros.hardware.transport import Payload
+from sysid_ros.hardware.wiring import MotorWiring
 
 log = logging.getLogger(__name__)
 
@@ -456,8 +456,8 @@ class MotorEmulator:
         self.lockstep_steps = max(1, round(period / self.dt))
         self.poll_period = poll_period
 
-        from .. import resources
-        from ..core.synthetic import with_payload
+        from sysid_ros import resources
+        from sysid_ros.core.sim.synthetic import with_payload
 
         path = Path(model_path) if model_path else resources.default_robot_path()
         self.model = RobotModel.from_mjcf(path)
@@ -717,8 +717,8 @@ class MotorEmulator:
     def true_parameters(self) -> tuple[list[str], np.ndarray]:
         """The truth for scoring: the arm's parameters (payload merged into its body) and, with a
         payload, its own 10 parameters as ``payload.*``."""
-        from ..core.model import BODY_FIELDS
-        from ..core.synthetic import true_parameters
+        from sysid_ros.core.model.robot import BODY_FIELDS
+        from sysid_ros.core.sim.synthetic import true_parameters
 
         names = list(self.model.param_names)
         values = true_parameters(self.model, self.payload)

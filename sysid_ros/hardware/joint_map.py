@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.errors import SysIdError
-from .bridge_config import JointConfig
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.hardware.bridge_config import JointConfig
 
 __all__ = ["JointMap", "PositionUnwrapper", "StartupPoseError", "resolve_turns"]
 

@@ -23,8 +23,8 @@ from enum import Enum
 
 import numpy as np
 
-from ..core.errors import SysIdError
-from .bridge_config import JointConfig
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.hardware.bridge_config import JointConfig
 
 __all__ = [
     "CommandError",

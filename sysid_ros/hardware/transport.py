@@ -13,9 +13,9 @@ import logging
 
 import can
 
-from ..core.errors import SysIdError
-from .bridge_config import BridgeConfig
-from .safety import explain_bus_error
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.hardware.bridge_config import BridgeConfig
+from sysid_ros.hardware.safety import explain_bus_error
 
 __all__ = ["BusError", "Payload", "Transport", "describe_error_frame", "open_bus"]
 

@@ -25,7 +25,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
-    from ..core.errors import SysIdError
+    from sysid_ros.core.errors import SysIdError
 
     rclpy.init(args=args)
     node = None

@@ -23,19 +23,18 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
+from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
+from sysid_ros.core.data.bag import read_data
+from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.robot import RobotModel, joint_terms
+from sysid_ros.core.model.target import arm_target, payload_target
+from sysid_ros.core.report.files import write_outputs
 from sysid_ros.msg import ParameterEstimate
+from sysid_ros.nodes import spin
+from sysid_ros.nodes.conversions import estimate_message
+from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
-
-from ..core.bag import read_data
-from ..core.errors import SysIdError
-from ..core.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
-from ..core.model import RobotModel, joint_terms
-from ..core.preprocessing import Preprocessing
-from ..core.report import write_outputs
-from ..core.target import arm_target, payload_target
-from ..resources import default_robot_path
-from . import spin
-from .conversions import estimate_message
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -55,7 +54,7 @@ def resolve_inside(root: Path, given: str, what: str) -> Path:
 
 
 class BatchSolverNode(Node):
-    """Thin ROS facade over :func:`sysid_ros.core.identify.run_method`."""
+    """Thin ROS facade over :func:`sysid_ros.core.batch.identify.run_method`."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("batch_solver", **kwargs)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..core.result import IdentificationResult
+from sysid_ros.core.result import IdentificationResult
 
 
 def estimate_message(msg_type, result: IdentificationResult, *, names, values, std=None,

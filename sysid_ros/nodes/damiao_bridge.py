@@ -36,14 +36,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.sim.synthetic import Payload
+from sysid_ros.hardware.bridge import Bridge, BridgeStatus, JointSample
+from sysid_ros.hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
+from sysid_ros.hardware.safety import CommandError, Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
-
-from ..core.errors import SysIdError
-from ..core.synthetic import Payload
-from ..hardware.bridge import Bridge, BridgeStatus, JointSample
-from ..hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
-from ..hardware.safety import CommandError, Trip
-from . import spin
+from sysid_ros.nodes import spin
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -100,7 +99,7 @@ class DamiaoBridgeNode(LifecycleNode):
         return BridgeConfig.from_parameters(params)
 
     def _start_emulator(self, config: BridgeConfig) -> None:
-        from ..hardware.emulator import MotorEmulator
+        from sysid_ros.hardware.emulator import MotorEmulator
 
         if config.interface != "virtual":
             raise SysIdError(f"emulator: true needs interface 'virtual' (an in-process bus), got "

@@ -32,13 +32,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profi
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.sim.synthetic import Payload
+from sysid_ros.hardware.codec import MotorState
+from sysid_ros.hardware.emulator import EmulatorJoint, MotorEmulator
 from sysid_ros.msg import ParameterEstimate
-
-from ..core.errors import SysIdError
-from ..core.synthetic import Payload
-from ..hardware.codec import MotorState
-from ..hardware.emulator import EmulatorJoint, MotorEmulator
-from . import spin
+from sysid_ros.nodes import spin
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -26,15 +26,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
+from sysid_ros.core.errors import DataError, SysIdError
+from sysid_ros.core.model.robot import RobotModel, joint_terms
+from sysid_ros.core.model.target import Target, arm_target, payload_target
+from sysid_ros.core.online import WEIGHTINGS, CausalConditioner, OnlineEstimator
+from sysid_ros.core.online.replay import ONLINE_METHODS, OnlineOptions, make_estimator
 from sysid_ros.msg import ParameterEstimate
-
-from ..core.errors import DataError, SysIdError
-from ..core.model import RobotModel, joint_terms
-from ..core.online import WEIGHTINGS, CausalConditioner, OnlineEstimator
-from ..core.online_replay import ONLINE_METHODS, OnlineOptions, make_estimator
-from ..core.target import Target, arm_target, payload_target
-from ..resources import default_robot_path
-from . import spin
+from sysid_ros.nodes import spin
+from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -67,7 +66,7 @@ PARAMETERS = (
 
 
 class EstimatorNode(Node):
-    """Thin ROS facade over :class:`sysid_ros.core.online.OnlineEstimator`."""
+    """Thin ROS facade over :class:`sysid_ros.core.online.estimator.OnlineEstimator`."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)

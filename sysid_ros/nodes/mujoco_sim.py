@@ -5,7 +5,7 @@ time (0 = as fast as the machine goes) in a thread of its own, so the executor i
 every command as it arrives; publishes ``sensor_msgs/JointState`` (effort = applied
 torque) every ``publish_every`` steps, ``/clock`` (other nodes run with ``use_sim_time``) and,
 latched, the simulated robot's true parameters so estimates can be scored. The physics lives in
-:class:`sysid_ros.core.mit_simulator.MitSimulator`.
+:class:`sysid_ros.core.sim.mit_simulator.MitSimulator`.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
+from sysid_ros.core.sim.simulation import SensorModel
+from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
-
-from ..core.errors import SysIdError
-from ..core.mit_simulator import MitSimulator, SimOptions
-from ..core.model import RobotModel
-from ..core.simulation import SensorModel
-from ..core.synthetic import Payload
-from ..resources import default_robot_path
-from . import parameter_value, spin
+from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)

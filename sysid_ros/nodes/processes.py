@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..core.errors import SysIdError
-from ..resources import find_share_file
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.resources import find_share_file
 
 __all__ = ["NodeProcess", "ros_value"]
 

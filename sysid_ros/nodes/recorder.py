@@ -27,9 +27,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from ..core.bag import BagRecording
-from ..core.errors import DataError
-from . import parameter_value, spin
+from sysid_ros.core.data.bag import BagRecording
+from sysid_ros.core.errors import DataError
+from sysid_ros.nodes import parameter_value, spin
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),

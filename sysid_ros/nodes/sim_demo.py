@@ -26,20 +26,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import SysIdError
-from ..core.model import RobotModel
-from ..core.payload_report import (
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.model.target import payload_target
+from sysid_ros.core.report.payload import (
     base_parameter_errors,
     heldout_torque,
     payload_table,
     plot_convergence,
     plot_heldout,
 )
-from ..core.simulation import SensorModel
-from ..core.synthetic import Payload, simulate_dataset
-from ..core.target import payload_target
-from ..resources import default_robot_path, find_share_file
-from .processes import NodeProcess
+from sysid_ros.core.sim.simulation import SensorModel
+from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
+from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.resources import default_robot_path, find_share_file
 
 DEFAULT_PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
 
@@ -288,7 +288,7 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
                          np.array([h[2] for h in online])),
         plot_heldout(out / "torque_heldout.png", held.t, held.tau, predicted, held.joint_names),
     ]
-    from ..core.payload_report import PayloadQuantities
+    from sysid_ros.core.report.payload import PayloadQuantities
 
     true_q = PayloadQuantities.of(truth)
     summary = {

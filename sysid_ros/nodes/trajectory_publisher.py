@@ -27,15 +27,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.excitation.design import choose_excitation
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.excitation.plan import ExcitationPlan
+from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.msg import MotorCommand
-
-from ..core.errors import SysIdError
-from ..core.excitation import FourierTrajectory, Limits
-from ..core.excitation_design import choose_excitation
-from ..core.excitation_plan import ExcitationPlan
-from ..core.model import RobotModel
-from ..resources import default_robot_path
-from . import parameter_value, spin
+from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -66,7 +65,7 @@ PARAMETERS = (
 
 
 class TrajectoryPublisherNode(Node):
-    """Thin ROS facade over :class:`sysid_ros.core.excitation_plan.ExcitationPlan`."""
+    """Thin ROS facade over :class:`sysid_ros.core.excitation.plan.ExcitationPlan`."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("trajectory_publisher", **kwargs)

@@ -1,0 +1,287 @@
+"""Convex estimators on standard parameters with physical consistency (cvxpy, Clarabel/SCS).
+
+All share the same feasible set: ``J(φ_b) ⪰ ε I`` per body (pseudo-inertia LMI, constrained-IV
+seed eqs. 17–19) and ``Fc, Fv, Ia ≥ 0`` per joint. Objectives (dual-metric seed §II–III):
+
+* ``pc_ls``        ‖X θ − y‖²                                     (eq. 7)
+* ``energy``       Σ_k (q̇_kᵀ (Y_k θ − τ_k))²                       (eq. 9)
+* ``wls_logdet``   Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b D(J(φ_b)‖J(φ_b⁰))  (eqs. 5, 8; Bregman)
+* ``wls_pullback`` Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b ‖J₀^{-½}(J − J₀)J₀^{-½}‖_F²  (constant pullback)
+* ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33)
+
+Standard parameters are not all identifiable; a small pull toward the prior along the null space
+of the base-parameter map (directions that change no base parameter) selects one of the equally
+good solutions without biasing any base parameter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+
+from sysid_ros.core.errors import IdentificationError
+from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
+from sysid_ros.core.model.target import Target
+
+log = logging.getLogger(__name__)
+
+#: smallest eigenvalue enforced on every pseudo-inertia [SI]; strictly consistent results
+CONSISTENCY_MARGIN = 1e-7  # well above the conic solvers' feasibility tolerance (~1e-8)
+#: weight of the pull toward the prior along unidentifiable directions (breaks ties only),
+#: relative to the size of the data term at the unconstrained least-squares solution
+TIE_BREAK = 1e-6
+
+
+@dataclass
+class ConvexSolution:
+    """θ from a convex program with its solve figures and constraint multipliers."""
+
+    theta: np.ndarray
+    status: str
+    solver: str
+    solve_time: float
+    objective: float
+    multipliers: dict[str, float] = field(default_factory=dict)
+    active: list[str] = field(default_factory=list)
+
+    def binding(self) -> list[str]:
+        """Constraints at their boundary with a non-zero multiplier: the data pull the estimate
+        out of the feasible set there (the constraint is shaping the result)."""
+        return [k for k in self.active if self.multipliers.get(k, 0.0) > 0.0]
+
+
+class ConvexProgram:
+    """θ variable, consistency constraints and regularisers of a :class:`Target`."""
+
+    def __init__(self, target: Target, *, consistent: bool = True, margin: float = CONSISTENCY_MARGIN,
+                 scale: np.ndarray | None = None):
+        self.target = target
+        # θ = scale ⊙ θ̃: the solver works on θ̃ of unit-size columns
+        self.scale = np.ones(target.n_params) if scale is None else np.asarray(scale, dtype=float)
+        self.theta_scaled = cp.Variable(target.n_params, name="theta_scaled")
+        self.theta = cp.multiply(self.scale, self.theta_scaled)
+        self.constraints: list[cp.Constraint] = []
+        self.labels: list[str] = []
+        if consistent:
+            e16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
+            for label, sl in target.body_blocks:
+                j = cp.reshape(e16.T @ self.theta[sl], (4, 4), order="C")
+                self.constraints.append(0.5 * (j + j.T) >> margin * np.eye(4))
+                self.labels.append(f"{label}.J")
+            for i in target.nonnegative:
+                self.constraints.append(self.theta[int(i)] >= 0)
+                self.labels.append(target.names[int(i)])
+
+    def tie_break(self) -> cp.Expression:
+        """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``B·diag(scale)``: moves
+        only what no measurement can see."""
+        null = scipy.linalg.null_space(self.target.base.matrix * self.scale)
+        if null.shape[1] == 0:
+            return cp.Constant(0.0)
+        prior_scaled = self.target.prior / self.scale
+        return cp.sum_squares(null.T @ (self.theta_scaled - prior_scaled))
+
+    def pullback(self) -> cp.Expression:
+        """Σ_b ‖J₀^{-½} (J(φ) − J₀) J₀^{-½}‖_F² (+ ‖ψ − ψ₀‖² for the remaining parameters,
+        scaled to unity), the constant pull-back metric at the prior."""
+        terms = []
+        covered = np.zeros(self.target.n_params, dtype=bool)
+        for _, sl in self.target.body_blocks:
+            j0 = pseudo_inertia(self.target.prior[sl])
+            w = _inv_sqrt(j0)
+            # vec(W (J − J0) W) is linear in φ − φ0
+            basis = np.einsum("ab,nbc,cd->nad", w, PSEUDO_INERTIA_BASIS, w).reshape(10, 16)
+            terms.append(cp.sum_squares(basis.T @ (self.theta[sl] - self.target.prior[sl])))
+            covered[sl] = True
+        rest = np.flatnonzero(~covered)
+        if rest.size:
+            scale = np.maximum(np.abs(self.target.prior[rest]), 1e-3)
+            terms.append(cp.sum_squares(cp.multiply(1.0 / scale, self.theta[rest] - self.target.prior[rest])))
+        return cp.sum(cp.hstack(terms)) if terms else cp.Constant(0.0)
+
+    def logdet_divergence(self) -> cp.Expression:
+        """Σ_b (−log det J + tr(J₀⁻¹ J)) (the Bregman/log-det divergence up to constants), plus
+        the pull-back term for parameters outside the bodies."""
+        terms = []
+        covered = np.zeros(self.target.n_params, dtype=bool)
+        e16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
+        for _, sl in self.target.body_blocks:
+            j0_inv = np.linalg.inv(pseudo_inertia(self.target.prior[sl]))
+            j = cp.reshape(e16.T @ self.theta[sl], (4, 4), order="C")
+            terms.append(-cp.log_det(0.5 * (j + j.T)) + cp.trace(j0_inv @ j))
+            covered[sl] = True
+        rest = np.flatnonzero(~covered)
+        if rest.size:
+            scale = np.maximum(np.abs(self.target.prior[rest]), 1e-3)
+            terms.append(cp.sum_squares(cp.multiply(1.0 / scale, self.theta[rest] - self.target.prior[rest])))
+        return cp.sum(cp.hstack(terms))
+
+    def solve(self, objective: cp.Expression, extra: list[cp.Constraint] | None = None, *,
+              precise: bool = False) -> ConvexSolution:
+        """Solve with Clarabel (SCS as fall-back). ``precise`` tightens Clarabel's tolerances for
+        objectives that are squared residuals (whose optimum may be ~1e-12 on clean data)."""
+        problem = cp.Problem(cp.Minimize(objective), self.constraints + (extra or []))
+        start = time.perf_counter()
+        last_error: Exception | None = None
+        for solver in _solvers():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    options = _PRECISE.get(solver, {}) if precise else {}
+                    problem.solve(solver=solver, **options)
+            except cp.error.SolverError as exc:
+                last_error = exc
+                continue
+            if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and self.theta_scaled.value is not None:
+                break
+        else:
+            raise IdentificationError(f"the convex program could not be solved (status "
+                                      f"{problem.status}, {last_error or 'no solution'}); the "
+                                      "constraints may be infeasible or the data too poor")
+        mult = {}
+        for label, con in zip(self.labels, self.constraints, strict=True):
+            dual = con.dual_value
+            mult[label] = 0.0 if dual is None else float(np.max(np.abs(dual)))
+        theta = self.scale * np.array(self.theta_scaled.value, dtype=float)
+        return ConvexSolution(theta, problem.status, solver, time.perf_counter() - start,
+                              float(problem.value), mult, self._active(theta))
+
+    def _active(self, theta: np.ndarray, rel: float = 1e-6) -> list[str]:
+        """Constraints (nearly) at their boundary at ``theta``."""
+        out = []
+        for label, sl in self.target.body_blocks:
+            lam = np.linalg.eigvalsh(pseudo_inertia(theta[sl]))
+            if lam[0] <= rel * lam[-1]:
+                out.append(f"{label}.J")
+        top = max(float(np.max(np.abs(theta))), 1e-300)
+        out += [self.target.names[int(i)] for i in self.target.nonnegative if theta[int(i)] <= rel * top]
+        return out
+
+
+_PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas": 1e-11,
+                         "tol_ktratio": 1e-9, "max_iter": 300}}
+
+
+def _solvers() -> list[str]:
+    installed = cp.installed_solvers()
+    return [s for s in ("CLARABEL", "SCS") if s in installed]
+
+
+def _inv_sqrt(a: np.ndarray) -> np.ndarray:
+    lam, vec = np.linalg.eigh(a)
+    return vec @ np.diag(1.0 / np.sqrt(lam)) @ vec.T
+
+
+def compress(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, c)`` with ``‖A x − b‖² = ‖R x − c‖² + const`` (economic QR), ``R`` at most p × p."""
+    if a.shape[0] <= a.shape[1]:
+        return a, b
+    q, r = scipy.linalg.qr(a, mode="economic")
+    return r, q.T @ b
+
+
+def _normalised(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scale = max(float(np.linalg.norm(b)), 1e-12)
+    return a / scale, b / scale
+
+
+def column_scale(a: np.ndarray) -> np.ndarray:
+    """1/‖column‖ of a regressor (1 for columns that are identically zero)."""
+    norms = np.linalg.norm(a.reshape(-1, a.shape[-1]), axis=0)
+    return np.where(norms > 1e-12 * max(norms.max(), 1e-300), 1.0 / np.maximum(norms, 1e-300), 1.0)
+
+
+def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
+                          regularizer: str | None = None, weight: float = 0.0,
+                          consistent: bool = True) -> ConvexSolution:
+    """min ‖W θ − rhs‖² / ‖rhs‖² + weight·R(θ) + tie-break, subject to consistency.
+
+    ``w (m, p)``, ``rhs (m,)``: regression rows (already weighted); ``regularizer`` one of
+    ``None``, ``"logdet"``, ``"pullback"``.
+    """
+    r, c = compress(*_normalised(w, rhs))
+    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
+    if regularizer not in (None, "logdet", "pullback"):
+        raise IdentificationError(f"unknown regulariser {regularizer!r}")
+    if regularizer is None or weight <= 0:
+        # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
+        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
+        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
+        return prog.solve(cp.norm(r @ prog.theta - c, 2) + TIE_BREAK * rho * prog.tie_break())
+    reg = prog.logdet_divergence() if regularizer == "logdet" else prog.pullback()
+    return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
+
+
+def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
+                        m_known: np.ndarray, *, regularizer: str | None = None,
+                        weight: float = 0.0) -> ConvexSolution:
+    """The dual-metric SDP (eq. 33) on ``K`` samples.
+
+    ``y (K, n, p)`` regressor, ``tau (K, n)`` torques minus the known part, ``ym (K, n, n, p)``
+    mass-matrix regressor and ``m_known (K, n, n)`` its known part (``M_k(θ) = M_known + Y_M θ``).
+    One slack and one (n+1)×(n+1) LMI per sample. The LMIs are written on the base parameters
+    ``β = B θ`` (torques and mass matrix depend on θ only through β), a separate variable tied to
+    θ by an equality, which keeps every LMI's coefficient block small.
+    """
+    k, n, _ = y.shape
+    base = target.base
+    yb = base.columns(y)
+    ymb = base.columns(ym)
+    prog = ConvexProgram(target, consistent=True, scale=_standard_scale(target))
+    beta_scale = column_scale(yb)
+    beta_s = cp.Variable(base.rank, name="beta_scaled")
+    tie = [cp.multiply(beta_scale, beta_s) == base.matrix @ prog.theta]
+    s = cp.Variable(k, name="s")
+    sigma = max(float(np.sqrt(np.mean(tau**2))), 1e-12)
+    mu = max(float(np.mean(np.abs(np.einsum("kii->ki", m_known + ym @ target.prior)))), 1e-12)
+    m1 = n + 1
+    f = np.zeros((k, m1, m1, base.rank))
+    g = np.zeros((k, m1, m1))
+    f[:, :n, :n] = ymb / mu
+    g[:, :n, :n] = m_known / mu
+    f[:, :n, n] = yb / sigma
+    f[:, n, :n] = yb / sigma
+    g[:, :n, n] = -tau / sigma
+    g[:, n, :n] = -tau / sigma
+    # all K LMIs as one batched PSD constraint on a (K, n+1, n+1) affine expression
+    f = f.reshape(k * m1 * m1, base.rank) * beta_scale
+    corner = scipy.sparse.csr_matrix(
+        (np.ones(k), (np.arange(k) * m1 * m1 + n * m1 + n, np.arange(k))), shape=(k * m1 * m1, k))
+    stacked = cp.reshape(f @ beta_s + corner @ s + g.reshape(-1), (k, m1, m1), order="C")
+    with warnings.catch_warnings():  # cvxpy notes it uses its SciPy backend for 3-D expressions
+        warnings.simplefilter("ignore", UserWarning)
+        lmis = [cp.constraints.PSD(stacked)]
+    # size of the data term at the unconstrained least-squares β, metric of the prior
+    beta_ls = np.linalg.lstsq(yb.reshape(-1, base.rank), tau.reshape(-1), rcond=None)[0]
+    r_ls = (yb @ beta_ls - tau) / sigma
+    m_prior = (m_known + ym @ target.prior) / mu
+    data_ls = float(np.mean(np.einsum("ki,ki->k", r_ls, np.linalg.solve(m_prior, r_ls[..., None])[..., 0])))
+    objective = cp.sum(s) / k + TIE_BREAK * max(data_ls, 1e-16) * prog.tie_break()
+    if regularizer == "logdet" and weight > 0:
+        objective = objective + weight * prog.logdet_divergence()
+    elif regularizer == "pullback" and weight > 0:
+        objective = objective + weight * prog.pullback()
+    solution = prog.solve(objective, tie + lmis)
+    if solution.objective < EXACT_FIT:  # (near) noise-free data: polish with tight tolerances
+        solution = prog.solve(objective, tie + lmis, precise=True)
+    return solution
+
+
+#: mean scaled dual-metric residual below which the fit counts as exact and is re-solved precisely
+EXACT_FIT = 1e-6
+
+
+def _standard_scale(target: Target) -> np.ndarray:
+    """Scale of the standard parameters: their prior magnitude (at least 1e-3 of the block's)."""
+    scale = np.abs(target.prior).astype(float)
+    for _, sl in target.body_blocks:
+        block = scale[sl]
+        scale[sl] = np.maximum(block, 1e-3 * max(block.max(), 1e-12))
+    return np.maximum(scale, 1e-6)

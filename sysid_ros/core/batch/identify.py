@@ -1,0 +1,359 @@
+"""The batch identification engine: data in, estimate with diagnostics out.
+
+    dataset (bag, CSV, simulation) ──► preprocessing ──► regressor X, torque y (filtered, decimated)
+                                                  └──► method (ols … pc_iv) ──► IdentificationResult
+
+One entry point, :func:`identify`, serves the ``sysid identify`` command, the ``batch_solver``
+node and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
+
+import numpy as np
+
+from sysid_ros.core.batch.convex import dual_metric_program, least_squares_program
+from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step
+from sysid_ros.core.batch.least_squares import (
+    coulomb_rows,
+    joint_variances,
+    ols,
+    regression_rows,
+    solve_weighted,
+    wls,
+)
+from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.data.preprocessing import (
+    Conditioned,
+    Preprocessing,
+    condition,
+    lowpass,
+    parallel_decimate,
+)
+from sysid_ros.core.errors import DataError, IdentificationError
+from sysid_ros.core.model.consistency import realizable_inertia
+from sysid_ros.core.model.robot import inertial_from_body_params
+from sysid_ros.core.model.target import Target
+from sysid_ros.core.result import IdentificationResult, diagnostics_for
+from sysid_ros.core.sim.simulation import run_mit
+from sysid_ros.core.sim.synthetic import Payload, with_payload
+
+log = logging.getLogger(__name__)
+
+Method = Literal["ols", "wls", "pc_ls", "energy", "wls_logdet", "wls_pullback", "dual_metric", "iv",
+                 "pc_iv"]
+METHODS: tuple[str, ...] = get_args(Method)
+#: default regularisation weight of wls_logdet / wls_pullback (relative to the normalised fit)
+DEFAULT_REGULARIZATION = 1e-3
+
+
+@dataclass(frozen=True)
+class IdentifyOptions:
+    """Options of :func:`identify`.
+
+    ``min_speed`` [rad/s]: rows of joints slower than this are dropped when a Coulomb term is
+    identified; ``regularization``: λ of the regularised methods (<= 0: default);
+    ``max_samples``: samples kept for the dual-metric SDP (evenly spread); ``iv_*``: iteration
+    cap and convergence tolerance of eq. 46; ``progress``: called with one-line messages.
+    """
+
+    method: Method = "ols"
+    preprocessing: Preprocessing = field(default_factory=Preprocessing)
+    min_speed: float = 0.05
+    regularization: float = 0.0
+    max_samples: int = 2000
+    iv_max_iter: int = 10
+    iv_tol: float = 1e-4
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Regression data at the kept (filtered, decimated) samples.
+
+    ``x (K, n, p)`` regressor of the target's parameters, ``y (K, n)`` torque minus the known part,
+    ``mask (K, n)`` rows used, ``q``/``dq``/``ddq`` the conditioned signals at those samples.
+    """
+
+    target: Target
+    dataset: Dataset
+    settings: Preprocessing
+    conditioned: Conditioned
+    kept: slice
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    mask: np.ndarray
+
+    def rows(self, columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Regression rows ``(W, rhs, joint)``; ``columns`` of x (default: the base columns)."""
+        x = self.target.base.columns(self.x) if columns is None else self.x[..., columns]
+        return regression_rows(x, self.y, self.mask)
+
+
+def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_speed: float = 0.05
+            ) -> Prepared:
+    """Condition, build the regressor at full rate, filter and decimate both sides in parallel."""
+    ds = dataset.for_model(target.model)
+    cond = condition(ds, settings)
+    x_full, known = target.regressor(cond.q, cond.dq, cond.ddq)
+    (x, y, q, dq, ddq), kept = parallel_decimate(
+        [x_full, cond.tau - known, cond.q, cond.dq, cond.ddq], cond.fs, settings)
+    # a payload target's known arm keeps its friction on the output side: every row is valid
+    mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
+    return Prepared(target, ds, settings, cond, kept, cond.t[kept], q, dq, ddq, x, y, mask)
+
+
+def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None = None
+             ) -> IdentificationResult:
+    """Identify ``target``'s parameters from ``dataset`` with ``options.method``."""
+    options = options or IdentifyOptions()
+    check_method(options.method)
+    return run_method(prepare(dataset, target, options.preprocessing, min_speed=options.min_speed),
+                      options)
+
+
+def check_method(method: str) -> None:
+    if method not in METHODS:
+        raise IdentificationError(f"unknown method {method!r}; expected one of {list(METHODS)}")
+
+
+def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult:
+    """Run ``options.method`` on already prepared data (see :func:`prepare`)."""
+    check_method(options.method)
+    say = options.progress or (lambda msg: log.info("%s", msg))
+    start = time.perf_counter()
+    say(f"{len(prep.t)} samples after filtering and decimation ({prep.conditioned.fs:.0f} Hz in), "
+        f"{int(prep.mask.sum())} regression rows, method {options.method}")
+    result = _METHOD_TABLE[options.method](prep, options, say)
+    result = replace(result, joint_names=prep.dataset.joint_names)
+    log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
+    return result
+
+
+# ------------------------------------------------------------------------------------- methods
+def _ols(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    return ols(prep.x, prep.y, prep.target.base, mask=prep.mask)
+
+
+def _wls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    return wls(prep.x, prep.y, prep.target.base, mask=prep.mask)
+
+
+def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time: float,
+                     extra: dict) -> IdentificationResult:
+    """Result of a standard-parameter method: β = Bθ, standard deviations of β from the OLS-style
+    covariance at the solution (constraints not binding), consistency per body."""
+    base = prep.target.base
+    beta = base.of(theta)
+    w, rhs, joint = prep.rows()
+    resid = rhs - w @ beta
+    dof = max(w.shape[0] - base.rank, 1)
+    try:
+        info = np.linalg.pinv(w.T @ w)
+        beta_std = np.sqrt(np.maximum(np.diag(info) * float(resid @ resid) / dof, 0.0))
+    except np.linalg.LinAlgError:
+        beta_std = np.full(base.rank, np.nan)
+    extra = dict(extra)
+    extra["consistency"] = prep.target.consistency(theta)
+    diag = diagnostics_for(w, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
+                           solve_time=solve_time, extra=extra)
+    return IdentificationResult(method, base, beta, beta_std, diag, theta=theta,
+                                theta_std=np.full_like(theta, np.nan))
+
+
+def online_result(prep: Prepared, est) -> IdentificationResult:
+    """The final estimate of an online replay as a result (fit figures on the prepared data)."""
+    times = np.array(est.log.update_time) * 1e6
+    div = [d for d in est.log.divergence if np.isfinite(d)]
+    extra = {"online": {"estimator": est.estimator, "regression": est.regression,
+                        "updates": est.samples, "rejected": est.rejected,
+                        "update_time_us": {"median": float(np.median(times)) if times.size else None,
+                                           "p99": float(np.percentile(times, 99)) if times.size else None},
+                        "residual_rms": est.residual_rms,
+                        "final_divergence_to_truth": div[-1] if div else None}}
+    name = est.estimator if est.regression == "force" else "momentum"
+    return replace(_standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6), extra),
+                   joint_names=prep.dataset.joint_names)
+
+
+def _pc_ls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    w, rhs, _ = prep.rows(np.arange(prep.target.n_params))
+    sol = least_squares_program(prep.target, w, rhs)
+    return _standard_result("pc_ls", prep, sol.theta, sol.solve_time, _solver_extra(sol))
+
+
+def _energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    # rows: q̇_kᵀ Y_k θ = q̇_kᵀ τ_k (eq. 9), one per sample
+    dq = np.where(prep.mask, prep.dq, 0.0)
+    w = np.einsum("kj,kjp->kp", dq, prep.x)
+    rhs = np.einsum("kj,kj->k", dq, prep.y)
+    sol = least_squares_program(prep.target, w, rhs)
+    return _standard_result("energy", prep, sol.theta, sol.solve_time, _solver_extra(sol))
+
+
+def _weighted_rows(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Standard-parameter rows weighted by 1/σ_j from an unregularised (OLS) fit (seed §IV)."""
+    base = prep.target.base
+    wb, rhs, joint = prep.rows()
+    beta0, _ = solve_weighted(wb, rhs, names=base.names)
+    var = joint_variances(rhs - wb @ beta0, joint, prep.y.shape[1], base.rank)
+    w_full, _, _ = prep.rows(np.arange(prep.target.n_params))
+    sw = 1.0 / np.sqrt(var[joint])
+    return w_full * sw[:, None], rhs * sw, np.sqrt(var)
+
+
+def _regularised(kind: str) -> Callable:
+    def run(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+        w, rhs, sigma = _weighted_rows(prep)
+        weight = options.regularization if options.regularization > 0 else DEFAULT_REGULARIZATION
+        sol = least_squares_program(prep.target, w, rhs, regularizer=kind, weight=weight)
+        extra = _solver_extra(sol) | {"regularization": weight, "joint_sigma": sigma.tolist()}
+        return _standard_result(f"wls_{kind}", prep, sol.theta, sol.solve_time, extra)
+
+    return run
+
+
+def _dual_metric(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    # samples where a Coulomb row is unreliable are left out; up to max_samples, evenly spread
+    usable = np.flatnonzero(prep.mask.all(axis=1))
+    pick = np.linspace(0, len(usable) - 1, min(len(usable), options.max_samples)).round().astype(int)
+    sel = usable[np.unique(pick)] if usable.size else usable
+    if sel.size < prep.target.base.rank // max(1, prep.y.shape[1]) + 1:
+        raise IdentificationError(f"only {sel.size} usable samples for the dual-metric SDP")
+    say(f"dual-metric SDP on {sel.size} samples ({sel.size} LMIs of size {prep.y.shape[1] + 1})")
+    ym, m_known = prep.target.mass_matrix(prep.q[sel])
+    weight = options.regularization if options.regularization > 0 else 0.0
+    sol = dual_metric_program(prep.target, prep.x[sel], prep.y[sel], ym, m_known,
+                              regularizer="pullback" if weight > 0 else None, weight=weight)
+    extra = _solver_extra(sol) | {"samples": int(sel.size)}
+    return _standard_result("dual_metric", prep, sol.theta, sol.solve_time, extra)
+
+
+def _solver_extra(sol) -> dict:
+    return {"solver": sol.solver, "status": sol.status, "objective": sol.objective,
+            "multipliers": sol.multipliers, "binding_constraints": sol.binding()}
+
+
+# ----------------------------------------------------------------------- instrumental variables
+def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
+    """Base-column instruments ``(K, n, r)`` at the kept samples from a closed-loop simulation of
+    the robot with parameters ``theta`` under the recorded reference and gains."""
+    ds, target = prep.dataset, prep.target
+    if ds.command is None:
+        raise DataError(f"{ds.source}: the IV methods need the recorded MotorCommand topic "
+                        "(reference and gains); none was found")
+    model = target.model
+    if not (np.all(np.isfinite(ds.command.kp)) and np.all(np.isfinite(ds.command.kd))):
+        raise DataError(f"{ds.source}: the recorded commands carry no kp/kd gains")
+    mj = _simulation_model(target, theta)
+    dt = _instrument_step(mj, prep, ds.command.kp.max(axis=0), ds.command.kd.max(axis=0))
+    t_sim = np.arange(ds.t[0], ds.t[-1], dt)
+    cmd = ds.command.at(t_sim)
+    run = run_mit(mj, cmd.q_ref, cmd.dq_ref, cmd.tau_ff, cmd.kp, cmd.kd, model.torque_limits(),
+                  dt=dt, q0=prep.conditioned.q[0], dq0=prep.conditioned.dq[0])
+    z_full, _ = target.regressor(run.q_true, run.dq_true, run.ddq)
+    zb = target.base.columns(z_full)
+    fs_sim = 1.0 / dt
+    # the same parallel low-pass as X, applied at the simulation rate
+    zf = lowpass(zb.reshape(len(t_sim), -1), fs_sim, prep.settings.decimation_cutoff,
+                 prep.settings.order)
+    # instruments at the kept sample times (linear interpolation of the filtered columns)
+    idx = np.searchsorted(t_sim, prep.t).clip(1, len(t_sim) - 1)
+    w = ((prep.t - t_sim[idx - 1]) / dt).clip(0.0, 1.0)[:, None]
+    z = zf[idx - 1] * (1 - w) + zf[idx] * w
+    return z.reshape(len(prep.t), prep.y.shape[1], -1)
+
+
+def _instrument_step(mj, prep: Prepared, kp: np.ndarray, kd: np.ndarray) -> float:
+    """Largest multiple of the data period, at most the model's time step, that keeps the explicit
+    PD loop well resolved: ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint."""
+    import mujoco
+
+    data = mujoco.MjData(mj)
+    data.qpos[:] = prep.conditioned.q[0]
+    mujoco.mj_forward(mj, data)
+    full = np.zeros((mj.nv, mj.nv))
+    mujoco.mj_fullM(mj, data, full)
+    inertia = np.maximum(np.diag(full), 1e-9)
+    rate = float(np.max(kd / inertia + np.sqrt(kp / inertia)))
+    period = 1.0 / prep.conditioned.fs
+    limit = min(float(mj.opt.timestep), 0.3 / max(rate, 1e-9))
+    return period * max(1, int(limit / period))
+
+
+def _simulation_model(target: Target, theta: np.ndarray):
+    if target.kind == "arm":
+        mj = copy.deepcopy(target.model.mj)
+        target.model.apply_to(mj, theta)
+        return mj
+    mass, com, inertia = inertial_from_body_params(theta)
+    return with_payload(target.model, Payload(target.model.body_name(target.body), max(mass, 1e-6), com,
+                                              realizable_inertia(inertia)))
+
+
+
+def _consistent_from_base(target: Target, beta: np.ndarray) -> np.ndarray:
+    """A physically consistent θ whose base parameters are (closest to) ``beta``."""
+    return least_squares_program(target, target.base.matrix, beta).theta
+
+
+def _iv_method(constrained: bool) -> Callable:
+    name = "pc_iv" if constrained else "iv"
+
+    def run(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+        start = time.perf_counter()
+        target = prep.target
+        base = target.base
+        xb, rhs, joint = prep.rows()
+        theta = target.prior.copy()
+        beta_prev = base.of(theta)
+        history = []
+        step = None
+        for it in range(1, options.iv_max_iter + 1):
+            z = _instruments(prep, theta)
+            zb, _, _ = regression_rows(z, prep.y, prep.mask)
+            step = iv_step(xb, zb, rhs, target=target if constrained else None,
+                           b_matrix=base.matrix if constrained else None)
+            done, change = converged(step.beta, beta_prev, options.iv_tol)
+            history.append(change)
+            say(f"{name} iteration {it}: relative change {change:.3e}, IV gradient "
+                f"{step.gradient_norm:.2e}")
+            beta_prev = step.beta
+            theta = step.theta if constrained else _consistent_from_base(target, step.beta)
+            if done:
+                break
+        else:
+            log.warning("%s did not converge in %d iterations (last change %.3e)", name,
+                        options.iv_max_iter, history[-1])
+        assert step is not None
+        beta = step.beta
+        cov = iv_covariance(xb, zb, rhs - xb @ beta, joint, prep.y.shape[1])
+        extra = {"iterations": len(history), "converged": history[-1] < options.iv_tol,
+                 "relative_change": history, "iv_gradient": step.gradient_norm,
+                 "pi_rank": step.pi_rank}
+        if step.solution is not None:
+            extra |= _solver_extra(step.solution)
+        extra["consistency"] = target.consistency(theta)
+        diag = diagnostics_for(xb, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
+                               solve_time=time.perf_counter() - start, extra=extra)
+        return IdentificationResult(name, base, beta, np.sqrt(np.maximum(np.diag(cov), 0.0)), diag,
+                                    theta=theta if constrained else None)
+
+    return run
+
+
+_METHOD_TABLE: dict[str, Callable] = {
+    "ols": _ols, "wls": _wls, "pc_ls": _pc_ls, "energy": _energy,
+    "wls_logdet": _regularised("logdet"), "wls_pullback": _regularised("pullback"),
+    "dual_metric": _dual_metric, "iv": _iv_method(False), "pc_iv": _iv_method(True),
+}

@@ -1,0 +1,110 @@
+"""Least squares on base parameters: OLS and Gautier's weighted LS (overview seed, constrained-IV
+seed §II-D): ``β̂ = (XᵀWX)⁻¹ XᵀW y`` with per-joint weights ``W = diag(1/σ_j²)``, ``σ_j`` from the
+OLS residuals of joint j."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sysid_ros.core.errors import DataError, IdentificationError
+from sysid_ros.core.model.base_params import BaseParameters
+from sysid_ros.core.result import IdentificationResult, diagnostics_for
+
+
+def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stack a regressor ``Y (N, nv, c)`` and torques ``τ (N, nv)`` into rows ``(m, c)``, ``(m,)``.
+
+    ``mask (N, nv)`` selects rows (e.g. joints moving fast enough for a Coulomb model). Returns
+    ``(W, y, joint_of_row)``. Raises :class:`DataError` on shape mismatch or non-finite values.
+    """
+    y, tau = np.asarray(y), np.asarray(tau, dtype=float)
+    if y.ndim != 3 or tau.shape != y.shape[:2]:
+        raise DataError("expected Y (N, nv, c) and tau (N, nv) with matching N, nv; "
+                        f"got {y.shape}, {tau.shape}")
+    if mask is None:
+        mask = np.ones(tau.shape, dtype=bool)
+    if mask.shape != tau.shape:
+        raise DataError(f"expected a row mask of shape {tau.shape}, got {mask.shape}")
+    bad = ~np.isfinite(tau)
+    if bad.any():
+        k = int(np.argwhere(bad)[0, 0])
+        raise DataError(f"torque sample {k} is not finite: {tau[k].tolist()}")
+    joint = np.broadcast_to(np.arange(tau.shape[1]), tau.shape)
+    return y[mask], tau[mask], joint[mask]
+
+
+def coulomb_rows(model, dq: np.ndarray, min_speed: float) -> np.ndarray:
+    """Rows ``(N, nv)`` to regress: all, or — when ``model`` identifies a Coulomb term — only those
+    of joints faster than ``min_speed`` [rad/s] (the sign model fails near zero speed)."""
+    if "Fc" in model.joint_terms and min_speed > 0:
+        return np.abs(dq) >= min_speed
+    return np.ones(np.shape(dq), dtype=bool)
+
+
+def solve_weighted(w: np.ndarray, rhs: np.ndarray, weights: np.ndarray | None = None,
+                   names: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """``(β, covariance)`` of ``min Σ weights·(w β − rhs)²``; covariance ``σ² (WᵀW)⁻¹``-style.
+
+    Raises :class:`IdentificationError` when a column is never excited or the rank is short.
+    """
+    m, r = w.shape
+    if m <= r:
+        raise IdentificationError(f"{m} regression rows for {r} base parameters: need more data")
+    sw = np.ones(m) if weights is None else np.sqrt(weights)
+    a, b = w * sw[:, None], rhs * sw
+    scale = np.linalg.norm(a, axis=0)
+    if np.any(scale == 0):
+        dead = [names[i] if i < len(names) else str(i) for i in np.flatnonzero(scale == 0)]
+        raise IdentificationError(f"the data do not excite base parameters {dead}")
+    sol, _, rank, sv = np.linalg.lstsq(a / scale, b, rcond=None)
+    if rank < r:
+        raise IdentificationError(
+            f"the regressor has rank {rank} < {r} base parameters (condition {sv[0] / sv[-1]:.3g}): "
+            "the excitation is too poor")
+    beta = sol / scale
+    resid = b - a @ beta
+    sigma2 = float(resid @ resid) / (m - r) if weights is None else 1.0
+    cov = np.linalg.inv((a / scale).T @ (a / scale)) * sigma2 / np.outer(scale, scale)
+    return beta, cov
+
+
+def joint_variances(resid: np.ndarray, joint: np.ndarray, n_joints: int, dof: int) -> np.ndarray:
+    """Per-joint residual variances ``σ_j²`` (Gautier), each with its share of the fit's dof."""
+    out = np.ones(n_joints)
+    for j in range(n_joints):
+        sel = joint == j
+        m_j = int(sel.sum())
+        if m_j:
+            out[j] = max(float(resid[sel] @ resid[sel]) / max(m_j - dof / n_joints, 1.0), 1e-300)
+    return out
+
+
+def ols(y: np.ndarray, tau: np.ndarray, base: BaseParameters, *,
+        mask: np.ndarray | None = None, joint_names: tuple[str, ...] = ()) -> IdentificationResult:
+    """Least squares for the base parameters from a full regressor ``Y (N, nv, p)``.
+
+    Standard deviations from ``σ² (WᵀW)⁻¹`` with ``σ² = ‖y − Wβ̂‖² / (m − r)``.
+    """
+    start = time.perf_counter()
+    w, rhs, joint = regression_rows(base.columns(y), tau, mask)
+    beta, cov = solve_weighted(w, rhs, names=base.names)
+    diag = diagnostics_for(w, rhs, joint, beta, n_joints=tau.shape[1], n_samples=tau.shape[0],
+                           solve_time=time.perf_counter() - start)
+    return IdentificationResult("ols", base, beta, np.sqrt(np.diag(cov)), diag, joint_names=joint_names)
+
+
+def wls(y: np.ndarray, tau: np.ndarray, base: BaseParameters, *,
+        mask: np.ndarray | None = None, joint_names: tuple[str, ...] = ()) -> IdentificationResult:
+    """Gautier's weighted least squares: OLS, per-joint σ_j from its residuals, then WLS."""
+    start = time.perf_counter()
+    w, rhs, joint = regression_rows(base.columns(y), tau, mask)
+    beta0, _ = solve_weighted(w, rhs, names=base.names)
+    var = joint_variances(rhs - w @ beta0, joint, tau.shape[1], base.rank)
+    beta, cov = solve_weighted(w, rhs, 1.0 / var[joint], names=base.names)
+    diag = diagnostics_for(w, rhs, joint, beta, n_joints=tau.shape[1], n_samples=tau.shape[0],
+                           solve_time=time.perf_counter() - start,
+                           extra={"joint_sigma": np.sqrt(var).tolist()})
+    return IdentificationResult("wls", base, beta, np.sqrt(np.diag(cov)), diag, joint_names=joint_names)

@@ -1,0 +1,209 @@
+"""Measured joint data in memory: validation, matching to a model, CSV input.
+
+A :class:`Dataset` is what every batch method starts from, whether it came from a rosbag2 bag
+(:mod:`sysid_ros.core.data.bag`), a CSV file or a simulation.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sysid_ros.core.errors import DataError
+from sysid_ros.core.model.robot import RobotModel
+
+#: a gap longer than this many median sampling periods is an error
+GAP_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class CommandLog:
+    """MIT-mode commands as sent: times ``t (M,)`` [s] and per joint ``(M, n)`` arrays."""
+
+    t: np.ndarray
+    q_ref: np.ndarray
+    dq_ref: np.ndarray
+    tau_ff: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+
+    def at(self, t: np.ndarray) -> CommandLog:
+        """The commands in force at times ``t`` (zero-order hold; the first before it starts)."""
+        idx = np.clip(np.searchsorted(self.t, t, side="right") - 1, 0, len(self.t) - 1)
+        return CommandLog(np.asarray(t, dtype=float), self.q_ref[idx], self.dq_ref[idx],
+                          self.tau_ff[idx], self.kp[idx], self.kd[idx])
+
+    def select(self, columns: np.ndarray) -> CommandLog:
+        return CommandLog(self.t, self.q_ref[:, columns], self.dq_ref[:, columns],
+                          self.tau_ff[:, columns], self.kp[:, columns], self.kd[:, columns])
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Joint samples: ``t (N,)`` [s], ``q``, ``dq``, ``tau`` ``(N, n)`` in ``joint_names`` order.
+
+    ``dq`` is NaN when the source had no velocities. ``command`` holds the reference and gains
+    when recorded (needed by the instrumental-variable methods); ``truth`` the true parameters of a
+    simulated run (``{name: value}``) when known; ``source`` says where the data came from.
+    """
+
+    t: np.ndarray
+    joint_names: tuple[str, ...]
+    q: np.ndarray
+    dq: np.ndarray
+    tau: np.ndarray
+    source: str = ""
+    command: CommandLog | None = None
+    truth: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.joint_names)
+        for name in ("q", "dq", "tau"):
+            arr = getattr(self, name)
+            if arr.shape != (len(self.t), n):
+                raise DataError(f"{self.source}: expected {name} of shape ({len(self.t)}, {n}), "
+                                f"got {arr.shape}")
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    @property
+    def has_velocity(self) -> bool:
+        return bool(np.all(np.isfinite(self.dq)))
+
+    @property
+    def sample_rate(self) -> float:
+        """Median sampling rate [Hz]."""
+        return float(1.0 / np.median(np.diff(self.t)))
+
+    def validate(self, *, topic: str = "") -> Dataset:
+        """Check increasing times, no gaps, finite q and τ; raise :class:`DataError` naming the
+        topic and the first bad sample. Returns ``self``."""
+        where = topic or self.source
+        if len(self.t) < 3:
+            raise DataError(f"{where}: expected at least 3 samples, got {len(self.t)}")
+        dt = np.diff(self.t)
+        bad = np.flatnonzero(dt <= 0)
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise DataError(f"{where}: timestamps must increase; sample {k} at t={self.t[k]:.6f} s "
+                            f"follows t={self.t[k - 1]:.6f} s")
+        med = float(np.median(dt))
+        gaps = np.flatnonzero(dt > GAP_FACTOR * med)
+        if gaps.size:
+            k = int(gaps[0]) + 1
+            raise DataError(f"{where}: gap of {dt[k - 1] * 1e3:.1f} ms before sample {k} "
+                            f"(t={self.t[k]:.6f} s); the median period is {med * 1e3:.3f} ms")
+        for name in ("q", "tau"):
+            arr = getattr(self, name)
+            nonfinite = np.argwhere(~np.isfinite(arr))
+            if nonfinite.size:
+                k, j = (int(x) for x in nonfinite[0])
+                raise DataError(f"{where}: {name} of joint {self.joint_names[j]!r} is {arr[k, j]} "
+                                f"at sample {k} (t={self.t[k]:.6f} s)")
+        return self
+
+    def for_model(self, model: RobotModel) -> Dataset:
+        """Columns reordered to the model's dof joint names (extra joints dropped).
+
+        Raises :class:`DataError` naming the missing joints and the ones that came.
+        """
+        wanted = model.dof_joint_names
+        missing = [j for j in wanted if j not in self.joint_names]
+        if missing:
+            raise DataError(f"{self.source}: joints {missing} of the model are not in the data; "
+                            f"the data has {list(self.joint_names)}")
+        cols = np.array([self.joint_names.index(j) for j in wanted], dtype=int)
+        return replace(self, joint_names=tuple(wanted), q=self.q[:, cols], dq=self.dq[:, cols],
+                       tau=self.tau[:, cols],
+                       command=None if self.command is None else self.command.select(cols))
+
+
+_CSV_NAMED = re.compile(r"^(q|dq|tau)_(.+)$")
+_CSV_NUMBERED = re.compile(r"^(q|dq|tau)(\d+)$")
+
+
+def read_csv(path: str | Path, *, joint_names: Sequence[str] | None = None) -> Dataset:
+    """Read ``time, q..., dq..., tau...`` with a header.
+
+    Columns are either named per joint (``q_<joint>``, ``dq_<joint>``, ``tau_<joint>``) or numbered
+    (``q1..qn``, ``dq1..dqn``, ``tau1..taun``), the latter mapped to ``joint_names`` in order
+    (pass the model's dof joint names). ``dq`` columns are optional.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"expected a CSV file, got {str(path)!r} (not found)")
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise DataError(f"{path}: empty file, expected a header line") from None
+        rows = []
+        for line_no, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{path}:{line_no}: expected {len(header)} values, got {len(row)}")
+            try:
+                rows.append([float(x) for x in row])
+            except ValueError as exc:
+                raise DataError(f"{path}:{line_no}: not a number ({exc})") from None
+    if not header or header[0].lower() not in ("time", "t", "stamp"):
+        raise DataError(f"{path}: the first column must be 'time', got {header[:1]}")
+    data = np.array(rows, dtype=float).reshape(-1, len(header))
+    columns: dict[str, dict[str, int]] = {"q": {}, "dq": {}, "tau": {}}
+    numbered = False
+    for i, h in enumerate(header[1:], start=1):
+        m = _CSV_NUMBERED.match(h)
+        if m:
+            numbered = True
+            columns[m.group(1)][m.group(2)] = i
+            continue
+        m = _CSV_NAMED.match(h)
+        if not m:
+            raise DataError(f"{path}: unexpected column {h!r}; expected q_<joint>, dq_<joint>, "
+                            "tau_<joint> or q1.., dq1.., tau1..")
+        columns[m.group(1)][m.group(2)] = i
+    if numbered:
+        n = len(columns["q"])
+        if joint_names is None or len(joint_names) != n:
+            raise DataError(f"{path}: numbered columns q1..q{n} need {n} joint names (the model's), "
+                            f"got {None if joint_names is None else len(joint_names)}")
+        keys = [str(k) for k in range(1, n + 1)]
+        names = tuple(joint_names)
+    else:
+        keys = list(columns["q"])
+        names = tuple(keys)
+    for kind in ("q", "tau"):
+        missing = [k for k in keys if k not in columns[kind]]
+        if missing:
+            raise DataError(f"{path}: missing {kind} columns for {missing}")
+    q = data[:, [columns["q"][k] for k in keys]]
+    tau = data[:, [columns["tau"][k] for k in keys]]
+    if all(k in columns["dq"] for k in keys):
+        dq = data[:, [columns["dq"][k] for k in keys]]
+    else:
+        dq = np.full_like(q, np.nan)
+    return Dataset(data[:, 0], names, q, dq, tau, source=str(path)).validate()
+
+
+def write_csv(dataset: Dataset, path: str | Path) -> Path:
+    """Write ``dataset`` as CSV with per-joint named columns (the format :func:`read_csv` reads)."""
+    path = Path(path)
+    header = ["time"] + [f"{k}_{j}" for k in ("q", "dq", "tau") for j in dataset.joint_names]
+    table = np.column_stack((dataset.t, dataset.q, dataset.dq, dataset.tau))
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows([[repr(float(x)) for x in row] for row in table])
+    tmp.replace(path)
+    return path

@@ -1,0 +1,125 @@
+"""Signal conditioning for inverse-dynamics identification (constrained-IV seed §II-C).
+
+* positions: zero-phase Butterworth low-pass (``filtfilt``) with cut-off ``ω_bf = 5 ω_dyn``
+  (``ω_dyn`` the position closed-loop bandwidth);
+* velocity: the measured velocity (filtered alike) when the data have it (``velocity="auto"``),
+  else central differences of the filtered positions (or Savitzky–Golay);
+* acceleration: the second central difference ``(q₊ − 2q + q₋)/h²`` of the filtered positions
+  (or Savitzky–Golay);
+* parallel filtering: the same zero-phase low-pass (cut-off ``ω_df = 2 ω_dyn``) on the torques and
+  on every regressor column, then decimation by ``n_d`` — filtering both sides of ``y = X β`` with
+  one linear filter keeps the relation exact;
+* edge trimming: filter transients at both ends are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.signal
+
+from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.errors import DataError
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """Settings. Frequencies in Hz; ``decimation`` ``None`` = ``fs / (4 ω_df)``; ``trim`` [s] at
+    each end, ``None`` = ``3 / ω_df``."""
+
+    bandwidth: float = 5.0
+    position_cutoff_factor: float = 5.0
+    decimation_cutoff_factor: float = 2.0
+    order: int = 4
+    differentiator: Literal["central", "savgol"] = "central"
+    savgol_window: float = 0.05
+    velocity: Literal["auto", "measured", "differentiate"] = "auto"
+    decimation: int | None = None
+    trim: float | None = None
+
+    @property
+    def position_cutoff(self) -> float:
+        return self.position_cutoff_factor * self.bandwidth
+
+    @property
+    def decimation_cutoff(self) -> float:
+        return self.decimation_cutoff_factor * self.bandwidth
+
+    def decimation_for(self, fs: float) -> int:
+        if self.decimation is not None:
+            return max(1, int(self.decimation))
+        return max(1, int(fs / (4.0 * self.decimation_cutoff)))
+
+    def trim_for(self) -> float:
+        return 3.0 / self.decimation_cutoff if self.trim is None else self.trim
+
+
+def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4) -> np.ndarray:
+    """Zero-phase Butterworth low-pass along axis 0 (``cutoff >= fs/2`` returns ``x``)."""
+    if cutoff >= 0.5 * fs:
+        return np.asarray(x, dtype=float).copy()
+    sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
+    padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
+    return scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=padlen)
+
+
+def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.ndarray, np.ndarray]:
+    """Velocity and acceleration ``(N, n)`` of positions ``q (N, n)`` sampled at ``fs`` Hz."""
+    dt = 1.0 / fs
+    if settings.differentiator == "savgol":
+        window = max(5, round(settings.savgol_window * fs) | 1)
+        if window >= q.shape[0]:
+            raise DataError(f"Savitzky–Golay window of {window} samples exceeds the {q.shape[0]} samples")
+        dq = scipy.signal.savgol_filter(q, window, 3, deriv=1, delta=dt, axis=0)
+        ddq = scipy.signal.savgol_filter(q, window, 3, deriv=2, delta=dt, axis=0)
+        return dq, ddq
+    dq = np.gradient(q, dt, axis=0)
+    ddq = np.empty_like(q)
+    ddq[1:-1] = (q[2:] - 2.0 * q[1:-1] + q[:-2]) / dt**2
+    ddq[0], ddq[-1] = ddq[1], ddq[-2]
+    return dq, ddq
+
+
+@dataclass(frozen=True)
+class Conditioned:
+    """Filtered full-rate signals: ``q``, ``dq``, ``ddq``, ``tau`` ``(N, n)``, sampled at ``fs``."""
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau: np.ndarray
+    fs: float
+
+
+def condition(ds: Dataset, settings: Preprocessing) -> Conditioned:
+    """Filter positions and differentiate them (or use measured velocity)."""
+    fs = ds.sample_rate  # lowpass() leaves positions as measured if the cut-off exceeds fs/2
+    q = lowpass(ds.q, fs, settings.position_cutoff, settings.order)
+    dq, ddq = derivatives(q, fs, settings)
+    if settings.velocity == "measured" and not ds.has_velocity:
+        raise DataError(f"{ds.source}: velocity='measured' but the data have no velocities")
+    if settings.velocity == "measured" or (settings.velocity == "auto" and ds.has_velocity):
+        dq = lowpass(ds.dq, fs, settings.position_cutoff, settings.order)
+    return Conditioned(ds.t, q, dq, ddq, ds.tau, fs)
+
+
+def parallel_decimate(arrays: list[np.ndarray], fs: float, settings: Preprocessing,
+                      ) -> tuple[list[np.ndarray], slice]:
+    """Low-pass every array along axis 0 (same filter), trim the edges and keep every ``n_d``-th
+    sample. Returns the decimated arrays and the slice of the original samples kept."""
+    nd = settings.decimation_for(fs)
+    n = arrays[0].shape[0]
+    edge = round(settings.trim_for() * fs)
+    if n - 2 * edge < 10 * nd:
+        raise DataError(f"{n} samples at {fs:.1f} Hz are too few for trimming {edge} samples per "
+                        f"edge and decimating by {nd}")
+    sl = slice(edge, n - edge, nd)
+    out = []
+    for arr in arrays:
+        flat = arr.reshape(n, -1)
+        filtered = lowpass(flat, fs, settings.decimation_cutoff, settings.order)
+        out.append(filtered[sl].reshape((-1, *arr.shape[1:])))
+    return out, sl

@@ -1,0 +1,538 @@
+"""Robot models from MJCF: kinematic tree, parameter layout, nominal values, and MJCF export.
+
+Parameters (SI units):
+
+* per moving body, 10 standard parameters in the body frame about the body origin
+  ``[m, hx, hy, hz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` with ``h = m * c`` (c the centre of mass),
+  ``Ixy`` the tensor entry (``-∫xy dm``), named ``<body>.<field>``;
+* per hinge/slide joint, optionally ``[Fc, Fv, Fo, Ia]``: Coulomb friction [N·m], viscous friction
+  [N·m·s/rad], constant offset [N·m] and rotor/armature inertia [kg·m²], named ``<joint>.<field>``.
+  In MuJoCo these are ``frictionloss``, ``damping``, (none) and ``armature``.
+
+The parameter vector is ordered body by body (MuJoCo body order), then joint by joint.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import mujoco
+import numpy as np
+
+from sysid_ros.core.errors import ModelError
+from sysid_ros.core.model.motors import DAMIAO_MOTORS, MotorModel
+from sysid_ros.core.model.spatial import (
+    inertia_mat_to_vec,
+    inertia_vec_to_mat,
+    mat_to_quat,
+    quat_to_mat,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BODY_FIELDS: tuple[str, ...] = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
+JointTerm = Literal["Fc", "Fv", "Fo", "Ia"]
+JointType = Literal["free", "ball", "slide", "hinge"]
+
+_JOINT_TYPES: dict[int, JointType] = {
+    int(mujoco.mjtJoint.mjJNT_FREE): "free",
+    int(mujoco.mjtJoint.mjJNT_BALL): "ball",
+    int(mujoco.mjtJoint.mjJNT_SLIDE): "slide",
+    int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
+}
+_JOINT_NV = {"free": 6, "ball": 3, "slide": 1, "hinge": 1}
+_JOINT_NQ = {"free": 7, "ball": 4, "slide": 1, "hinge": 1}
+
+
+@dataclass(frozen=True)
+class Joint:
+    """One MuJoCo joint. ``axis``/``pos`` are in the body frame; ``body`` is a MuJoCo body id."""
+
+    name: str
+    type: JointType
+    body: int
+    qpos_adr: int
+    dof_adr: int
+    axis: np.ndarray
+    pos: np.ndarray
+    qpos0: float
+    range: tuple[float, float] | None
+
+    @property
+    def nv(self) -> int:
+        return _JOINT_NV[self.type]
+
+    @property
+    def nq(self) -> int:
+        return _JOINT_NQ[self.type]
+
+
+@dataclass(frozen=True)
+class Body:
+    """One MuJoCo body (id > 0). ``pos``/``rot`` place it in its parent's frame."""
+
+    name: str
+    id: int
+    parent: int
+    pos: np.ndarray
+    rot: np.ndarray
+    joints: tuple[int, ...]
+    moving: bool
+
+
+_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo"}
+
+
+def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[JointTerm, ...]:
+    """Joint terms from user options: ``friction`` a comma list (or list) of coulomb, viscous,
+    offset; ``armature`` adds rotor inertia."""
+    items = friction.split(",") if isinstance(friction, str) else list(friction or [])
+    items = [i.strip() for i in items if i.strip()]
+    unknown = [i for i in items if i not in _FRICTION]
+    if unknown:
+        raise ModelError(f"friction terms are {sorted(_FRICTION)}, got {unknown}")
+    return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
+
+
+def body_params_from_inertial(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
+    """10 standard parameters from mass [kg], CoM (3,) [m] and the (3, 3) inertia about the CoM.
+
+    The inertia is shifted to the body origin with the parallel-axis theorem.
+    """
+    c = np.asarray(com, dtype=float)
+    i_origin = np.asarray(inertia_com, dtype=float) + mass * (c @ c * np.eye(3) - np.outer(c, c))
+    return np.concatenate(([mass], mass * c, inertia_mat_to_vec(i_origin)))
+
+
+def inertial_from_body_params(phi: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Inverse of :func:`body_params_from_inertial`: ``(mass, com (3,), inertia about CoM (3, 3))``.
+
+    Raises :class:`ModelError` when the mass is not positive (no CoM exists).
+    """
+    phi = np.asarray(phi, dtype=float)
+    m = float(phi[0])
+    if not m > 0.0:
+        raise ModelError(f"a body needs a positive mass to have a centre of mass, got m={m!r}")
+    c = phi[1:4] / m
+    i_com = inertia_vec_to_mat(phi[4:10]) - m * (c @ c * np.eye(3) - np.outer(c, c))
+    return m, c, i_com
+
+
+class RobotModel:
+    """A rigid-body tree read from MJCF through MuJoCo, with its identification parameter layout.
+
+    Build with :meth:`from_mjcf` or :meth:`from_xml_string`. Attributes of interest:
+
+    * ``mj``: the compiled ``mujoco.MjModel`` (ground truth in simulation);
+    * ``joints``/``bodies``: the tree (every MuJoCo body except the world);
+    * ``param_bodies``: MuJoCo ids of the bodies whose 10 parameters are identified;
+    * ``term_joints``: indices into ``joints`` of the hinge/slide joints carrying joint terms;
+    * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF.
+    """
+
+    def __init__(
+        self,
+        mj: mujoco.MjModel,
+        *,
+        joint_terms: Sequence[JointTerm] = JOINT_FIELDS,
+        include_massless: bool = False,
+        source: str | None = None,
+        xml: str | None = None,
+    ) -> None:
+        unknown = [t for t in joint_terms if t not in JOINT_FIELDS]
+        if unknown:
+            raise ModelError(f"joint terms must be among {JOINT_FIELDS}, got {unknown}")
+        self.mj = mj
+        self.source = source
+        self._xml = xml
+        self.joint_terms: tuple[JointTerm, ...] = tuple(t for t in JOINT_FIELDS if t in joint_terms)
+        self.gravity = np.array(mj.opt.gravity, dtype=float)
+        self.nq, self.nv = int(mj.nq), int(mj.nv)
+
+        self.joints: tuple[Joint, ...] = tuple(self._read_joint(mj, j) for j in range(mj.njnt))
+        moving = np.zeros(mj.nbody, dtype=bool)
+        for b in range(1, mj.nbody):
+            moving[b] = moving[mj.body_parentid[b]] or mj.body_jntnum[b] > 0
+        self.bodies: tuple[Body, ...] = tuple(
+            Body(
+                name=mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}",
+                id=b,
+                parent=int(mj.body_parentid[b]),
+                pos=np.array(mj.body_pos[b]),
+                rot=quat_to_mat(np.array(mj.body_quat[b])),
+                joints=tuple(range(mj.body_jntadr[b], mj.body_jntadr[b] + mj.body_jntnum[b])),
+                moving=bool(moving[b]),
+            )
+            for b in range(1, mj.nbody)
+        )
+        for j in self.joints:
+            if j.type == "free" and mj.body_parentid[j.body] != 0:
+                raise ModelError(f"free joint {j.name!r} must belong to a child of the world body")
+        self.param_bodies: tuple[int, ...] = tuple(
+            b.id for b in self.bodies if b.moving and (include_massless or mj.body_mass[b.id] > 0)
+        )
+        self.term_joints: tuple[int, ...] = (
+            tuple(i for i, j in enumerate(self.joints) if j.type in ("hinge", "slide"))
+            if self.joint_terms
+            else ()
+        )
+        self.term_dofs = np.array([self.joints[j].dof_adr for j in self.term_joints], dtype=int)
+        #: column of each term joint's first joint term in the parameter vector
+        self.term_columns = 10 * len(self.param_bodies) + len(self.joint_terms) * np.arange(
+            len(self.term_joints))
+        self._check_unsupported()
+
+        names = [f"{self.body_name(b)}.{f}" for b in self.param_bodies for f in BODY_FIELDS]
+        names += [f"{self.joints[j].name}.{t}" for j in self.term_joints for t in self.joint_terms]
+        self.param_names: tuple[str, ...] = tuple(names)
+        self._index = {n: i for i, n in enumerate(names)}
+        if len(self._index) != len(names):
+            raise ModelError("body and joint names must be unique to name parameters")
+        self.nominal: np.ndarray = self.params_of(mj)
+        self.nominal.setflags(write=False)
+        self._derived: dict[object, object] = {}
+        self._derived_lock = threading.Lock()
+        self._thread_local = threading.local()
+
+    # ------------------------------------------------------------------------------ construction
+    @classmethod
+    def from_mjcf(cls, path: str | os.PathLike[str], **kwargs) -> RobotModel:
+        """Load an MJCF file. Keyword options as in the constructor."""
+        path = Path(path)
+        if not path.is_file():
+            raise ModelError(f"expected an MJCF file, got {str(path)!r} (not found)")
+        try:
+            mj = mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:  # MuJoCo's parse/compile errors
+            raise ModelError(f"MuJoCo could not load {str(path)!r}: {exc}") from exc
+        return cls(mj, source=str(path.resolve()), **kwargs)
+
+    @classmethod
+    def from_xml_string(cls, xml: str, **kwargs) -> RobotModel:
+        """Load MJCF text (no external assets)."""
+        try:
+            mj = mujoco.MjModel.from_xml_string(xml)
+        except ValueError as exc:
+            raise ModelError(f"MuJoCo could not load the MJCF text: {exc}") from exc
+        return cls(mj, xml=xml, **kwargs)
+
+    @staticmethod
+    def _read_joint(mj: mujoco.MjModel, j: int) -> Joint:
+        jtype = _JOINT_TYPES[int(mj.jnt_type[j])]
+        limited = bool(mj.jnt_limited[j]) and jtype in ("hinge", "slide")
+        return Joint(
+            name=mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}",
+            type=jtype,
+            body=int(mj.jnt_bodyid[j]),
+            qpos_adr=int(mj.jnt_qposadr[j]),
+            dof_adr=int(mj.jnt_dofadr[j]),
+            axis=np.array(mj.jnt_axis[j]),
+            pos=np.array(mj.jnt_pos[j]),
+            qpos0=float(mj.qpos0[mj.jnt_qposadr[j]]) if jtype in ("hinge", "slide") else 0.0,
+            range=(float(mj.jnt_range[j, 0]), float(mj.jnt_range[j, 1])) if limited else None,
+        )
+
+    def _check_unsupported(self) -> None:
+        mj = self.mj
+        if np.any(mj.body_gravcomp != 0):
+            names = [self.body_name(b) for b in np.flatnonzero(mj.body_gravcomp)]
+            log.warning("bodies %s have gravcomp: MuJoCo cancels their gravity with a passive force "
+                        "that the regressor does not model", names)
+        if np.any(mj.jnt_stiffness != 0):
+            log.warning("joint stiffness (springs) is not part of the identified model")
+        if mj.opt.density > 0 or mj.opt.viscosity > 0:
+            log.warning("fluid forces (density/viscosity) are not part of the identified model")
+
+    # ------------------------------------------------------------------------- derived data
+    def derived(self, key: object, factory: Callable[[], T]) -> T:
+        """Data computed once from this (immutable) model, e.g. index structures of the tree."""
+        try:
+            return self._derived[key]  # type: ignore[return-value]
+        except KeyError:
+            with self._derived_lock:
+                if key not in self._derived:
+                    self._derived[key] = factory()
+                return self._derived[key]  # type: ignore[return-value]
+
+    def scratch_data(self) -> mujoco.MjData:
+        """An ``MjData`` of this model private to the calling thread (for per-sample MuJoCo calls)."""
+        data = getattr(self._thread_local, "data", None)
+        if data is None:
+            data = self._thread_local.data = mujoco.MjData(self.mj)
+        return data
+
+    # ------------------------------------------------------------------------------- layout
+    @property
+    def n_params(self) -> int:
+        """Length ``p`` of the parameter vector."""
+        return len(self.param_names)
+
+    @property
+    def n_body_params(self) -> int:
+        """Number of inertial parameters (10 per identified body); joint terms follow them."""
+        return 10 * len(self.param_bodies)
+
+    def body_name(self, body: int) -> str:
+        return self.bodies[body - 1].name
+
+    def body_id(self, name: str) -> int:
+        """MuJoCo body id of a body name (:class:`ModelError` listing the bodies if unknown)."""
+        for b in self.bodies:
+            if b.name == name:
+                return b.id
+        raise ModelError(f"unknown body {name!r}; bodies are {[b.name for b in self.bodies]}")
+
+    def index(self, name: str) -> int:
+        """Position of a parameter name in the vector."""
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ModelError(f"unknown parameter {name!r}; e.g. {list(self.param_names[:3])}") from None
+
+    def body_slice(self, body: int | str) -> slice:
+        """Slice of one body's 10 parameters in the vector."""
+        bid = self.body_id(body) if isinstance(body, str) else body
+        if bid not in self.param_bodies:
+            raise ModelError(f"body {self.body_name(bid)!r} has no identified parameters "
+                             f"(fixed to the world or massless)")
+        k = self.param_bodies.index(bid)
+        return slice(10 * k, 10 * k + 10)
+
+    @property
+    def dof_joint_names(self) -> tuple[str, ...]:
+        """Joint names of the hinge/slide joints in dof order (the names in JointState messages)."""
+        return tuple(j.name for j in self.joints if j.type in ("hinge", "slide"))
+
+    @property
+    def joint_qpos_indices(self) -> np.ndarray:
+        """qpos index of each hinge/slide joint, in ``dof_joint_names`` order."""
+        return np.array([j.qpos_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
+
+    @property
+    def dof_indices(self) -> np.ndarray:
+        """dof (qvel) index of each hinge/slide joint, in ``dof_joint_names`` order."""
+        return np.array([j.dof_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
+
+    def joint_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower/upper position limits per dof ``(nv,)``; ``±inf`` where unlimited."""
+        lo, hi = np.full(self.nv, -np.inf), np.full(self.nv, np.inf)
+        for j in self.joints:
+            if j.range is not None:
+                lo[j.dof_adr], hi[j.dof_adr] = j.range
+        return lo, hi
+
+    @property
+    def motors(self) -> dict[str, MotorModel]:
+        """Motor model per joint name, from MJCF custom text ``motor:<joint>`` (may be empty)."""
+        out = {}
+        for t in range(self.mj.ntext):
+            name = mujoco.mj_id2name(self.mj, mujoco.mjtObj.mjOBJ_TEXT, t) or ""
+            if not name.startswith("motor:"):
+                continue
+            joint = name.split(":", 1)[1]
+            adr, size = self.mj.text_adr[t], self.mj.text_size[t]
+            model_name = bytes(self.mj.text_data[adr:adr + size - 1]).decode()
+            if joint not in {j.name for j in self.joints}:
+                raise ModelError(f"custom text {name!r} names no joint of the model")
+            if model_name not in DAMIAO_MOTORS:
+                raise ModelError(f"{name!r}: unknown motor {model_name!r}; known: {sorted(DAMIAO_MOTORS)}")
+            out[joint] = DAMIAO_MOTORS[model_name]
+        return out
+
+    def torque_limits(self) -> np.ndarray:
+        """Torque/force limit magnitude per dof ``(nv,)``: the joint's ``actuatorfrcrange`` if
+        set, else its motor's TMAX, else ``inf``."""
+        out = np.full(self.nv, np.inf)
+        motors = self.motors
+        for ji, j in enumerate(self.joints):
+            if j.type not in ("hinge", "slide"):
+                continue
+            if self.mj.jnt_actfrclimited[ji]:
+                out[j.dof_adr] = float(np.min(np.abs(self.mj.jnt_actfrcrange[ji])))
+            elif j.name in motors:
+                out[j.dof_adr] = motors[j.name].tmax
+        return out
+
+    def velocity_limits(self) -> np.ndarray:
+        """Velocity limit magnitude per dof ``(nv,)`` from the motors' VMAX, else ``inf``."""
+        out = np.full(self.nv, np.inf)
+        for j in self.joints:
+            if j.name in self.motors:
+                out[j.dof_adr] = self.motors[j.name].vmax
+        return out
+
+    def as_dict(self, theta: np.ndarray) -> dict[str, float]:
+        """``{name: value}`` for a parameter vector."""
+        theta = self.check_theta(theta)
+        return {n: float(v) for n, v in zip(self.param_names, theta, strict=True)}
+
+    def from_dict(self, values: Mapping[str, float], *, base: np.ndarray | None = None) -> np.ndarray:
+        """Parameter vector from ``{name: value}``; names not given keep ``base`` (default nominal)."""
+        theta = np.array(self.nominal if base is None else base, dtype=float)
+        for name, value in values.items():
+            theta[self.index(name)] = float(value)
+        return theta
+
+    def check_theta(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.n_params,):
+            raise ModelError(f"expected a parameter vector of shape ({self.n_params},), got {theta.shape}")
+        return theta
+
+    # ------------------------------------------------------------------ values <-> MuJoCo / MJCF
+    def params_of(self, mj: mujoco.MjModel) -> np.ndarray:
+        """The parameter vector held by a compiled MuJoCo model of this robot (same layout)."""
+        theta = np.zeros(self.n_params)
+        for k, b in enumerate(self.param_bodies):
+            r = quat_to_mat(np.array(mj.body_iquat[b]))
+            i_com = r @ np.diag(mj.body_inertia[b]) @ r.T
+            theta[10 * k:10 * k + 10] = body_params_from_inertial(
+                float(mj.body_mass[b]), np.array(mj.body_ipos[b]), i_com)
+        values = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
+        for k, j in enumerate(self.term_joints):
+            dof = self.joints[j].dof_adr
+            for t_i, term in enumerate(self.joint_terms):
+                theta[self.n_body_params + k * len(self.joint_terms) + t_i] = (
+                    values[term][dof] if term in values else 0.0)
+        return theta
+
+    def apply_to(self, mj: mujoco.MjModel, theta: np.ndarray) -> None:
+        """Write a (physically consistent) parameter vector into a compiled MjModel in place.
+
+        The inertia about the CoM is diagonalised into ``body_inertia``/``body_iquat`` as MuJoCo
+        stores it. Joint offsets ``Fo`` have no MuJoCo counterpart and are ignored.
+        """
+        theta = self.check_theta(theta)
+        for k, b in enumerate(self.param_bodies):
+            mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], self.body_name(b))
+            mj.body_mass[b], mj.body_ipos[b], mj.body_inertia[b], mj.body_iquat[b] = mass, com, inertia, quat
+        fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
+        for (term, dof), value in self._joint_term_values(theta).items():
+            if term in fields:
+                fields[term][dof] = value
+
+    def _joint_term_values(self, theta: np.ndarray) -> dict[tuple[str, int], float]:
+        out = {}
+        for k, j in enumerate(self.term_joints):
+            for t_i, term in enumerate(self.joint_terms):
+                out[(term, self.joints[j].dof_adr)] = float(
+                    theta[self.n_body_params + k * len(self.joint_terms) + t_i])
+        return out
+
+    def spec(self) -> mujoco.MjSpec:
+        """A fresh ``MjSpec`` of the source MJCF (file or text) to edit."""
+        if self.source is not None:
+            return mujoco.MjSpec.from_file(self.source)
+        if self._xml is not None:
+            return mujoco.MjSpec.from_string(self._xml)
+        raise ModelError("this model was built from a compiled MjModel; no MJCF to edit")
+
+    def to_mjcf(self, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
+        """Write the source MJCF with this parameter vector's inertials and joint terms.
+
+        Writes ``<inertial>`` (mass, pos, quat, diaginertia) of every identified body and
+        ``armature``/``damping``/``frictionloss`` of every joint with terms. The file is written
+        atomically (a temporary file renamed into place). Raises :class:`ModelError` when a body's
+        parameters are not physically consistent (MuJoCo could not load the result).
+        """
+        theta = self.check_theta(theta)
+        spec = self.spec()
+        inertials = {}
+        for k, b in enumerate(self.param_bodies):
+            name = self.body_name(b)
+            mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], name)
+            inertials[name] = {"mass": [mass], "pos": com, "quat": quat, "diaginertia": inertia}
+            body = spec.body(name)
+            body.explicitinertial = True
+            body.mass, body.ipos, body.iquat, body.inertia = mass, com, quat, inertia
+            body.fullinertia = [math.nan] * 6
+        attr = {"Fc": "frictionloss", "Fv": "damping", "Ia": "armature"}
+        joint_values: dict[str, dict[str, float]] = {}
+        for (term, dof), value in self._joint_term_values(theta).items():
+            joint = self.joints[int(self.mj.dof_jntid[dof])]
+            if term in attr:
+                joint_values.setdefault(joint.name, {})[attr[term]] = max(value, 0.0)
+                _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
+            elif abs(value) > 0:
+                log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
+        try:
+            spec.compile()
+            xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
+            mujoco.MjModel.from_xml_string(xml)
+        except ValueError as exc:
+            raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
+        return _write_atomic(Path(path), xml)
+
+
+def mjcf_full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
+                    joints: dict[str, dict[str, float]]) -> str:
+    """MuJoCo's XML writer keeps 6 significant digits; rewrite identified values at full precision."""
+    root = ET.fromstring(xml)
+    for body in root.iter("body"):
+        values = inertials.get(body.get("name", ""))
+        if values is None:
+            continue
+        inertial = body.find("inertial")
+        if inertial is None:
+            inertial = ET.SubElement(body, "inertial")
+        inertial.attrib.pop("fullinertia", None)
+        for key, v in values.items():
+            inertial.set(key, " ".join(repr(float(x)) for x in np.ravel(v)))
+    for joint in root.iter("joint"):
+        for key, v in joints.get(joint.get("name", ""), {}).items():
+            joint.set(key, repr(float(v)))
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """(mass, com, principal moments (3,), quat (4,)) of one body's 10 parameters."""
+    try:
+        mass, com, i_com = inertial_from_body_params(phi)
+    except ModelError as exc:
+        raise ModelError(f"body {body!r}: {exc}") from None
+    moments, axes = np.linalg.eigh(i_com)
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] = -axes[:, 0]
+    a, b, c = moments
+    if not (moments.min() > 0 and a + b >= c and a + c >= b and b + c >= a):
+        raise ModelError(f"body {body!r}: principal moments {moments} are not physically "
+                         f"consistent (positive, triangle inequality)")
+    return mass, com, moments, mat_to_quat(axes)
+
+
+def _set_scalar(obj, attr: str, value: float) -> None:
+    """Set a joint attribute that is a float in older MuJoCo and an array in newer (damping is
+    ``[linear, ...]`` since MuJoCo 3.3): the first entry carries the linear coefficient."""
+    current = getattr(obj, attr)
+    if np.ndim(current):
+        arr = np.array(current, dtype=float)
+        arr[...] = 0.0
+        arr.flat[0] = value
+        setattr(obj, attr, arr)
+    else:
+        setattr(obj, attr, value)
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,120 @@
+"""What a batch or online method identifies: the whole arm, or one payload on a known arm.
+
+A :class:`Target` gives the regressor of the identified parameters, the torque (and mass matrix)
+of everything known, the prior, the base-parameter reduction and the blocks that must stay
+physically consistent (pseudo-inertia LMIs, non-negative friction and rotor inertia).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.base_params import (
+    BaseParameters,
+    base_parameters,
+    random_states,
+    reduce_regressor,
+)
+from sysid_ros.core.model.consistency import (
+    check_consistency,
+    logdet_divergence,
+    model_divergence,
+    pseudo_inertia,
+)
+from sysid_ros.core.model.regressor import body_regressor, mass_matrix_regressor, torque_regressor
+from sysid_ros.core.model.robot import BODY_FIELDS, JOINT_FIELDS, RobotModel, body_params_from_inertial
+
+#: side [m] of the solid cube (1 kg) used as the prior of an unknown payload
+UNKNOWN_PAYLOAD_SIDE = 0.3
+
+
+@dataclass(frozen=True)
+class Target:
+    """``kind`` "arm": θ = the model's whole vector; "payload": θ = 10 parameters of a rigid
+    payload on ``body`` (its frame, about its origin), the arm's nominal parameters known."""
+
+    model: RobotModel
+    kind: Literal["arm", "payload"]
+    body: int | None
+    names: tuple[str, ...]
+    prior: np.ndarray
+    body_blocks: tuple[tuple[str, slice], ...]
+    nonnegative: np.ndarray
+    base: BaseParameters
+
+    @property
+    def n_params(self) -> int:
+        return len(self.names)
+
+    def regressor(self, q, dq, ddq) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y (N, n, p), τ_known (N, n))`` with ``τ = Y θ + τ_known``."""
+        if self.kind == "arm":
+            y = torque_regressor(self.model, q, dq, ddq)
+            return y, np.zeros(y.shape[:2])
+        y_b, _ = body_regressor(self.model, self.body, q, dq, ddq)
+        known = torque_regressor(self.model, q, dq, ddq) @ self.model.nominal
+        return y_b, known
+
+    def consistency(self, theta: np.ndarray) -> dict:
+        """Physical consistency of ``theta`` (per body, and the joint-term signs for an arm)."""
+        if self.kind == "arm":
+            return check_consistency(self.model, theta).as_dict()
+        lam = float(np.linalg.eigvalsh(pseudo_inertia(theta))[0])
+        return {"consistent": lam > 0, "bodies": {"payload": {"min_eigenvalue": lam, "consistent": lam > 0}},
+                "negative_joint_terms": []}
+
+    def divergence(self, theta: np.ndarray, reference: np.ndarray) -> float:
+        """Σ_b log-det divergence of ``theta`` from ``reference`` (inf if ``theta`` is not
+        consistent, NaN if ``reference`` is not)."""
+        theta, reference = np.asarray(theta, dtype=float), np.asarray(reference, dtype=float)
+        try:
+            if self.kind == "arm":
+                return model_divergence(self.model, theta, reference)
+            return logdet_divergence(theta, reference)
+        except SysIdError:
+            return float("nan")
+
+    def mass_matrix(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y_M (N, n, n, p), M_known (N, n, n))`` with ``M = Y_M θ + M_known``."""
+        if self.kind == "arm":
+            ym = mass_matrix_regressor(self.model, q)
+            return ym, np.zeros(ym.shape[:3])
+        ym = mass_matrix_regressor(self.model, q, bodies=(self.body,))
+        known = mass_matrix_regressor(self.model, q) @ self.model.nominal
+        return ym, known
+
+
+def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int = 0) -> Target:
+    """Identify every parameter of ``model`` (prior: its nominal values)."""
+    blocks = tuple((model.body_name(b), model.body_slice(b)) for b in model.param_bodies)
+    nonneg = np.array([i for i, n in enumerate(model.param_names)
+                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia")], dtype=int)
+    return Target(model, "arm", None, model.param_names,
+                  model.nominal.copy() if prior is None else model.check_theta(prior),
+                  blocks, nonneg, base_parameters(model, seed=seed))
+
+
+def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
+                   seed: int = 0) -> Target:
+    """Identify a payload rigidly attached to ``body``.
+
+    The default prior stands for an unknown payload: 1 kg spread as a 30 cm solid cube centred on
+    the body origin — broad, so that log-det regularisation does not pull small.
+
+    The arm is known: its torque uses every parameter of the MJCF, joint terms included
+    (armature, damping, friction loss), whatever joint terms ``model`` was built with.
+    """
+    if set(model.joint_terms) != set(JOINT_FIELDS):
+        model = RobotModel(model.mj, joint_terms=JOINT_FIELDS, source=model.source)
+    bid = model.body_id(body) if isinstance(body, str) else int(body)
+    names = tuple(f"payload.{f}" for f in BODY_FIELDS)
+    if prior is None:
+        prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * UNKNOWN_PAYLOAD_SIDE**2 / 6.0)
+    q, dq, ddq = random_states(model, 300, seed=seed)
+    y_b, _ = body_regressor(model, bid, q, dq, ddq)
+    return Target(model, "payload", bid, names, np.asarray(prior, dtype=float),
+                  (("payload", slice(0, 10)),), np.zeros(0, dtype=int), reduce_regressor(y_b, names))

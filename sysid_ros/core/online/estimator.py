@@ -1,0 +1,137 @@
+"""The online estimator: a row builder feeding RLS or RLS log-det-div, with diagnostics."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from sysid_ros.core.errors import DataError
+from sysid_ros.core.model.target import Target
+from sysid_ros.core.online.rls import RecursiveLeastSquares
+from sysid_ros.core.online.rls_logdet import RLSLogDet
+from sysid_ros.core.online.row_weights import ResidualWeights
+from sysid_ros.core.online.rows import (
+    ConservationRows,
+    ForceRows,
+    MomentumRows,
+    Regression,
+)
+
+Estimator = Literal["rls", "rls_logdet"]
+Weighting = Literal["fixed", "adaptive"]
+WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
+
+
+
+@dataclass
+class OnlineLog:
+    """Estimates over time: ``t (K,)``, ``theta (K, p)``, ``divergence (K,)`` (NaN if no truth)."""
+
+    t: list[float] = field(default_factory=list)
+    theta: list[np.ndarray] = field(default_factory=list)
+    divergence: list[float] = field(default_factory=list)
+    update_time: list[float] = field(default_factory=list)
+
+
+class OnlineEstimator:
+    """A row builder feeding RLS or RLS log-det-div, with counters and timing.
+
+    ``push`` takes one conditioned sample; bad samples raise :class:`DataError` and leave the
+    estimate untouched. ``weight``: the rows' W from the sensors (scalar or per row);
+    ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the
+    residuals with ``weight_memory`` [s] of memory at ``sample_rate`` [Hz] rows, never above
+    ``weight`` (:class:`~sysid_ros.core.online.row_weights.ResidualWeights`).
+    """
+
+    def __init__(self, target: Target, *, regression: Regression = "force",
+                 estimator: Estimator = "rls_logdet",
+                 forgetting: float = 1.0, alpha: float = 1.0, weight: float | np.ndarray = 1.0,
+                 window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
+                 truth: np.ndarray | None = None, min_speed: float = 0.0,
+                 weighting: Weighting = "fixed", weight_memory: float = 1.0,
+                 sample_rate: float = 500.0) -> None:
+        self.target = target
+        self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
+        if regression == "force":
+            self.rows = ForceRows(target, min_speed=min_speed)
+        elif regression == "momentum":
+            self.rows = MomentumRows(target, window=window)
+        elif regression == "conservation":
+            self.rows = ConservationRows(target)
+        else:
+            raise DataError(f"unknown regression {regression!r}; expected force, momentum or conservation")
+        if weighting not in WEIGHTINGS:
+            raise DataError(f"unknown weighting {weighting!r}; expected {' or '.join(WEIGHTINGS)}")
+        # adaptive: rows whitened by their online error estimate (the sensors' σ its floor), unit W
+        self.row_weights = (ResidualWeights(np.asarray(weight, dtype=float) ** -0.5,
+                                            time_constant=weight_memory, fs=sample_rate)
+                            if weighting == "adaptive" else None)
+        if self.row_weights is not None:
+            weight = 1.0
+        if estimator == "rls_logdet":
+            blocks = [sl for _, sl in target.body_blocks]
+            self.core = RLSLogDet(self.prior, blocks, alpha=alpha, weight=weight, forgetting=forgetting)
+        elif estimator == "rls":
+            self.core = RecursiveLeastSquares(self.prior, p0, forgetting=forgetting,
+                                              noise=1.0 / np.sqrt(weight))
+        else:
+            raise DataError(f"unknown estimator {estimator!r}; expected rls or rls_logdet")
+        self.regression, self.estimator = regression, estimator
+        self.truth = truth
+        self.log = OnlineLog()
+        self.rejected = 0
+        self.residual_sq = 0.0
+        self.residual_n = 0
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.core.theta
+
+    @property
+    def samples(self) -> int:
+        return self.core.samples
+
+    def divergence(self, reference: np.ndarray) -> float:
+        """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent)."""
+        return self.target.divergence(self.theta, reference)
+
+    def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:
+        """Process one sample; returns whether the estimate was updated."""
+        start = time.perf_counter()
+        return self._update(t, self.rows.push(t, q, dq, ddq, tau), start, log)
+
+    def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True) -> int:
+        """Process ``K`` samples with batched regressors (how a node catches up); returns the
+        number of updates."""
+        if not hasattr(self.rows, "push_batch"):
+            return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
+        start = time.perf_counter()
+        rows = self.rows.push_batch(t, q, dq, ddq, tau)
+        build = (time.perf_counter() - start) / max(len(rows), 1)
+        return sum(self._update(t[k], r, time.perf_counter() - build, log) for k, r in enumerate(rows))
+
+    def _update(self, t: float, rows, start: float, log: bool) -> bool:
+        if rows is None:
+            return False
+        a, y = rows
+        residual = y - a @ self.core.theta
+        if self.row_weights is None:
+            self.core.update(a, y)
+        else:
+            self.core.update(*self.row_weights.whiten(a, y, self.core.theta))
+            self.row_weights.observe(a, y, self.core.theta)
+        self.residual_sq += float(residual @ residual)
+        self.residual_n += residual.size
+        if log:
+            self.log.t.append(t)
+            self.log.theta.append(self.core.theta.copy())
+            self.log.divergence.append(self.divergence(self.truth) if self.truth is not None else np.nan)
+            self.log.update_time.append(time.perf_counter() - start)
+        return True
+
+    @property
+    def residual_rms(self) -> float:
+        return float(np.sqrt(self.residual_sq / self.residual_n)) if self.residual_n else float("nan")

@@ -1,0 +1,279 @@
+"""RLS with log-determinant divergence regularisation (Cho, Lee & Shin, ICRA 2024; online seed;
+``docs/rls-logdet.md`` §2–3).
+
+Objective after ``k`` samples::
+
+    J_k(θ) = ½ Σ_i λ^{k−i} (y_i − A_i θ)ᵀ W (y_i − A_i θ)
+             + α [Σ_b D(J(φ_b) ‖ J(φ_b⁰)) + (β/2) ‖ψ − ψ⁰‖²]
+
+kept in information form ``Ω_k = λ Ω_{k−1} + Aᵀ W A``, ``b_k = λ b_{k−1} + Aᵀ W y`` (exact for any
+λ). Each sample runs Newton on ``Ω θ − b + α ∇R(θ) = 0`` warm-started at the previous estimate:
+per body ``∂D/∂θ_n = tr(J₀⁻¹Eₙ) − tr(J⁻¹Eₙ)``, ``H_mn = tr(J⁻¹E_m J⁻¹Eₙ)``; steps are cut by a
+fraction-to-boundary rule so that every pseudo-inertia stays positive definite after every update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from sysid_ros.core.errors import DataError, SysIdError
+from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
+
+_E16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
+#: every estimate keeps each pseudo-inertia ``J ≻ INTERIOR_MARGIN·tr(J)·1`` (relative, dimensionless)
+INTERIOR_MARGIN = 1e-10
+
+
+@dataclass(frozen=True)
+class LogDetStep:
+    """Diagnostics of one update (the eigenvalues are computed when first read)."""
+
+    iterations: int
+    decrement: float  # Newton decrement λ²/2 at exit
+    pseudo_inertias: np.ndarray  # (B, 4, 4) J per body after the update
+    step_cut: bool  # a fraction-to-boundary cut happened
+
+    @cached_property
+    def min_eigenvalues(self) -> np.ndarray:
+        """Smallest eigenvalue of J per body after the update (> 0: consistent)."""
+        return np.linalg.eigvalsh(self.pseudo_inertias)[:, 0]
+
+
+class RLSLogDet:
+    """Online estimator of ``p`` parameters; ``blocks``: slices of 10-parameter bodies.
+
+    ``alpha``: regularisation strength; ``beta``: weight of the quadratic term for parameters
+    outside the bodies (friction, rotor inertia; scalar or one per parameter of θ, only the entries
+    outside the bodies used); ``block_weights``: a factor per body on its divergence;
+    ``weight``: scalar or per-row weight W;
+    ``forgetting`` λ; ``max_iter``/``tol``: Newton bounds (stop when the Newton decrement λ²/2 is below
+    ``tol`` relative to the data term); ``fraction``: of the distance to the boundary a step may go.
+    """
+
+    def __init__(self, prior: np.ndarray, blocks: Sequence[slice], *, alpha: float = 0.1,
+                 beta: float | np.ndarray = 1e-3, weight: float | np.ndarray = 1.0, forgetting: float = 1.0,
+                 max_iter: int = 10, tol: float = 1e-9, fraction: float = 0.99,
+                 block_weights: Sequence[float] | None = None) -> None:
+        prior = np.asarray(prior, dtype=float)
+        self.prior = prior.copy()
+        self.blocks = tuple(blocks)
+        # per-body factor w_b on D_b (default 1): a body known to ~ε relative accuracy has
+        # α·w_b ≈ 1/ε² in units of the weighted data term, D ≈ ½‖J₀^{-½} ΔJ J₀^{-½}‖²_F being
+        # quadratic in the relative error
+        self.block_weights = (np.ones(len(self.blocks)) if block_weights is None
+                              else np.asarray(block_weights, dtype=float).copy())
+        # f/α = data/α + Σ w_b(tr − log det) + quadratic terms is self-concordant when every w_b ≥ 1
+        self._self_concordant = bool(np.all(self.block_weights >= 1.0))
+        if self.block_weights.shape != (len(self.blocks),) or np.any(self.block_weights <= 0):
+            raise SysIdError(f"block_weights must be {len(self.blocks)} positive numbers")
+        self.alpha, self.weight = float(alpha), weight
+        self.beta = float(beta) if np.ndim(beta) == 0 else np.asarray(beta, dtype=float).copy()
+        if not 0.0 < forgetting <= 1.0:
+            raise DataError(f"the forgetting factor must be in (0, 1], got {forgetting}")
+        self.forgetting = float(forgetting)
+        self.max_iter, self.tol, self.fraction = int(max_iter), float(tol), float(fraction)
+        p = prior.shape[0]
+        self._body_idx = np.array([np.arange(sl.start, sl.stop) for sl in self.blocks], dtype=int)
+        covered = np.zeros(p, dtype=bool)
+        covered[self._body_idx.ravel()] = True
+        self._rest = np.flatnonzero(~covered)
+        # flat positions of every body's 10×10 Hessian block in the p×p Hessian
+        self._block_flat = np.concatenate([(idx[:, None] * p + idx[None, :]).ravel()
+                                           for idx in self._body_idx]) if len(self.blocks) else \
+            np.zeros(0, dtype=int)
+        j0 = pseudo_inertia(prior[self._body_idx])
+        if np.any(np.linalg.eigvalsh(j0)[:, 0] <= 0):
+            raise SysIdError("the prior is not physically consistent (a pseudo-inertia is not ≻ 0)")
+        self._j0_inv = np.linalg.inv(j0)
+        self._grad0 = np.einsum("nk,bk->bn", _E16, self._j0_inv.reshape(-1, 16))  # tr(J0⁻¹ E_n)
+        self.reset()
+
+    def reset(self, prior: np.ndarray | None = None) -> None:
+        """Forget all data; restart from ``prior`` (default: the current prior)."""
+        if prior is not None:
+            self.__init__(prior, self.blocks, alpha=self.alpha, beta=self.beta, weight=self.weight,
+                          forgetting=self.forgetting, max_iter=self.max_iter, tol=self.tol,
+                          fraction=self.fraction, block_weights=self.block_weights)
+            return
+        p = self.prior.shape[0]
+        self.omega = np.zeros((p, p))
+        self.b = np.zeros(p)
+        self.theta = self.prior.copy()
+        self._theta_chol = self._chol(self.theta)
+        self.samples = 0
+
+    # ------------------------------------------------------------------ regulariser pieces
+    def _pseudo(self, theta: np.ndarray) -> np.ndarray:
+        """Pseudo-inertias ``(B, 4, 4)`` of the bodies of ``theta``."""
+        return (theta[self._body_idx] @ _E16).reshape(-1, 4, 4)
+
+    def _chol(self, theta: np.ndarray) -> np.ndarray | None:
+        """Cholesky factors ``(B, 4, 4)`` of every J, or None if one is not ≻ 0."""
+        try:
+            return np.linalg.cholesky(self._pseudo(theta))
+        except np.linalg.LinAlgError:
+            return None
+
+    def _interior(self, theta: np.ndarray, chol: np.ndarray) -> bool:
+        """Every ``J ≻ ε·tr(J)·1`` (``ε`` = :data:`INTERIOR_MARGIN`), given J's Cholesky factors. A
+        Cholesky factorisation alone also succeeds for J with eigenvalues at round-off level
+        (e.g. −1e-17), where the barrier's Hessian is meaningless and the divergence to any
+        reference infinite. Quick test first: ``λ_min ≥ det J / λ_max³ ≥ det J / tr(J)³``."""
+        trace = np.einsum("bij,bij->b", chol, chol)  # tr(J) = ‖L‖²_F
+        det = np.prod(np.diagonal(chol, axis1=1, axis2=2), axis=1) ** 2
+        if np.all(det > INTERIOR_MARGIN * trace**4):
+            return True
+        j = self._pseudo(theta)
+        try:
+            np.linalg.cholesky(j - INTERIOR_MARGIN * trace[:, None, None] * np.eye(4))
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    def _grad_hess(self, theta: np.ndarray, l_inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of α⁻¹·R at θ, with ``l_inv = L⁻¹`` of every body's J."""
+        j_inv = np.swapaxes(l_inv, 1, 2) @ l_inv  # J⁻¹ = L⁻ᵀ L⁻¹
+        g = np.zeros(theta.shape[0])
+        wb = self.block_weights[:, None]
+        g[self._body_idx] = wb * (self._grad0 - j_inv.reshape(-1, 16) @ _E16.T)
+        # H_mn = tr(P E_m P E_n) = vec(E_m)ᵀ (P ⊗ P) vec(E_n)
+        kron = (j_inv[:, :, None, :, None] * j_inv[:, None, :, None, :]).reshape(-1, 16, 16)
+        h = np.zeros((theta.shape[0], theta.shape[0]))
+        h.reshape(-1)[self._block_flat] = (wb[:, :, None] * (_E16 @ kron @ _E16.T)).reshape(-1)
+        if self._rest.size:
+            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
+            g[self._rest] = beta * (theta[self._rest] - self.prior[self._rest])
+            h[self._rest, self._rest] = beta
+        return g, h
+
+    def _regulariser(self, theta: np.ndarray, chol: np.ndarray) -> float:
+        """α·R(θ) up to a constant: α[Σ_b w_b (tr(J₀⁻¹J_b) − log det J_b) + β/2‖ψ−ψ⁰‖²], with
+        ``chol`` the Cholesky factors of θ's pseudo-inertias."""
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        trace = np.einsum("bn,bn->b", self._grad0, theta[self._body_idx])
+        reg = float(self.block_weights @ (trace - logdet))
+        if self._rest.size:
+            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
+            reg += 0.5 * float(np.sum(beta * (theta[self._rest] - self.prior[self._rest]) ** 2))
+        return self.alpha * reg
+
+    def _objective(self, theta: np.ndarray, chol: np.ndarray) -> float:
+        """J_k(θ) up to a constant (data term ½θᵀΩθ − bᵀθ plus :meth:`_regulariser`)."""
+        data = 0.5 * float(theta @ self.omega @ theta) - float(self.b @ theta)
+        return data + self._regulariser(theta, chol)
+
+    def _step_length(self, theta: np.ndarray, delta: np.ndarray, l_inv: np.ndarray) -> float:
+        """min(1, fraction·s_max) with s_max the largest s keeping every J(θ + s δ) ⪰ 0."""
+        if self._chol(theta + delta / self.fraction) is not None:
+            return 1.0  # the full step stays well inside: no eigenvalues needed
+        m = l_inv @ self._pseudo(delta) @ np.swapaxes(l_inv, 1, 2)  # L⁻¹ J(δ) L⁻ᵀ
+        worst = float(np.max(np.linalg.eigvalsh(-m)[:, -1]))
+        return 1.0 if worst <= 0 else min(1.0, self.fraction / worst)
+
+    # ------------------------------------------------------------------------------- update
+    def update(self, a: np.ndarray, y: np.ndarray) -> LogDetStep:
+        """Fold in rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser."""
+        a = np.asarray(a, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if a.ndim == 1:
+            a, y = a[None], np.atleast_1d(y)
+        if not (np.isfinite(a).all() and np.isfinite(y).all()):
+            raise DataError("non-finite regressor row or output: sample rejected")
+        if np.abs(a).max() > 1e12 or np.abs(y).max() > 1e12:
+            raise DataError(f"implausible regressor row (max |A| = {np.abs(a).max():.3g}, "
+                            f"max |y| = {np.abs(y).max():.3g}): sample rejected")
+        aw = a.T * self.weight if np.ndim(self.weight) == 0 else a.T * np.asarray(self.weight)
+        if self.forgetting < 1.0:
+            self.omega *= self.forgetting
+            self.b *= self.forgetting
+        self.omega += aw @ a
+        self.b += aw @ y
+        self.samples += 1
+        chol = self._theta_chol
+        if chol is None:  # cannot happen after a successful update; be safe after a reset
+            raise SysIdError("the current estimate left the physically consistent set")
+        theta, chol, iterations, decrement, cut, done = self._newton(self.theta, chol)
+        if not done:
+            # Warm starts near the boundary (where earlier data put the minimiser) can need very
+            # many barrier-damped steps once the minimiser has moved inside: the barrier's
+            # Hessian there dwarfs Ω and the steps shrink to nothing. Newton from the prior (well
+            # inside) reaches an interior minimiser in a few steps; keep the better end point.
+            alt = self._newton(self.prior, self._chol(self.prior))
+            iterations += alt[2]
+            if self._objective(alt[0], alt[1]) < self._objective(theta, chol):
+                theta, chol, _, decrement, cut_alt, _ = alt
+                cut |= cut_alt
+        if cut and not self._interior(theta, chol):
+            # only a shortened step (fraction-to-boundary or line search) approaches the boundary;
+            # the set {J ⪰ ε·tr(J)·1} is convex and holds the previous estimate: move back along
+            # the segment until inside (checked once per update: the line search stays cheap)
+            previous = self.theta
+            for _ in range(60):
+                theta = previous + 0.5 * (theta - previous)
+                chol = self._chol(theta)
+                if chol is not None and self._interior(theta, chol):
+                    break
+            else:
+                theta = previous
+            chol, cut = self._chol(theta), True
+        self.theta, self._theta_chol = theta, chol
+        return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
+
+    def _newton(self, theta: np.ndarray, chol: np.ndarray):
+        """Newton iterations from ``theta``: ``(θ, chol, iterations, decrement, cut, converged)``."""
+        cut = False
+        decrement = np.inf
+        iterations = 0
+        while iterations < self.max_iter:
+            iterations += 1
+            l_inv = np.linalg.inv(chol)
+            g_r, h_r = self._grad_hess(theta, l_inv)
+            g_data = self.omega @ theta - self.b
+            grad = g_data + self.alpha * g_r
+            hess = self.omega + self.alpha * h_r
+            try:
+                delta = -np.linalg.solve(hess, grad)
+            except np.linalg.LinAlgError:  # numerically singular: minimum-norm step
+                delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
+            slope = float(grad @ delta)
+            decrement = -slope / 2.0
+            if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
+                return theta, chol, iterations, decrement, cut, True
+            step = self._step_length(theta, delta, l_inv)
+            cut |= step < 1.0
+            if step == 1.0 and self._self_concordant and 2.0 * decrement / self.alpha < 0.0625:
+                # f/α is self-concordant and its Newton decrement is below 1/4: the full step is
+                # feasible and decreases f (Nesterov), no line search needed (the common update)
+                candidate = theta + delta
+                new_chol = self._chol(candidate)
+                if new_chol is not None:
+                    theta, chol = candidate, new_chol
+                    continue
+            # backtracking (Armijo) on the objective keeps every step a descent step; the change
+            # of the quadratic data term is computed exactly (no cancellation of large values)
+            lin, quad = float(g_data @ delta), float(delta @ self.omega @ delta)
+            reg0 = self._regulariser(theta, chol)
+            for _ in range(60):
+                candidate = theta + step * delta
+                new_chol = self._chol(candidate)
+                if new_chol is not None:
+                    change = step * lin + 0.5 * step**2 * quad + self._regulariser(candidate, new_chol) - reg0
+                    if change <= 1e-4 * step * slope:
+                        break
+                step *= 0.5
+                cut = True
+            else:  # no decrease along δ (numerically at the minimum): stop here
+                return theta, chol, iterations, decrement, cut, True
+            theta, chol = candidate, new_chol
+        return theta, chol, iterations, decrement, cut, False
+
+    def divergence_to(self, reference: np.ndarray) -> float:
+        """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters."""
+        from sysid_ros.core.model.consistency import logdet_divergence
+
+        return float(sum(logdet_divergence(self.theta[idx], np.asarray(reference)[idx])
+                         for idx in self._body_idx))

@@ -1,0 +1,251 @@
+"""Closed-loop MuJoCo simulation under the Damiao MIT law, recorded for identification.
+
+Each physics step applies per dof ``τ = kp (q* − q) + kd (q̇* − q̇) + τ_ff`` saturated at the torque
+limit, through ``qfrc_applied`` (the model's own actuators are disabled), then records the state
+before the step, the applied torque and MuJoCo's forward-dynamics acceleration at that state.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import mujoco
+import numpy as np
+
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.excitation.fourier import FourierTrajectory
+from sysid_ros.core.model.regressor import torque_regressor
+from sysid_ros.core.model.robot import RobotModel
+
+__all__ = ["Recording", "SensorModel", "default_gains", "simulate_mit"]
+
+
+@dataclass(frozen=True)
+class SensorModel:
+    """What the motors measure. Standard deviations of white noise (``position_noise`` [rad],
+    ``velocity_noise`` [rad/s], ``torque_noise`` [N·m]) and the encoder resolution [rad/count]
+    (0 = ideal). Position and velocity measurements close the control loop; torque noise is
+    sensor noise only (the applied torque is what the law commands)."""
+
+    position_noise: float = 0.0
+    velocity_noise: float = 0.0
+    torque_noise: float = 0.0
+    encoder_resolution: float = 0.0
+    seed: int = 0
+
+    @property
+    def ideal(self) -> bool:
+        return not (self.position_noise or self.velocity_noise or self.torque_noise
+                    or self.encoder_resolution)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"position_noise": self.position_noise, "velocity_noise": self.velocity_noise,
+                "torque_noise": self.torque_noise, "encoder_resolution": self.encoder_resolution,
+                "seed": self.seed}
+
+
+def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_hz: float = 3.0,
+                  damping_ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-joint PD gains ``(kp, kd)`` (hinge/slide joints) placing each, alone, at ``bandwidth_hz`` with
+    ``damping_ratio``: ``kp = M_jj ω²``, ``kd = 2 ζ ω M_jj`` with ``M_jj`` the diagonal of the mass
+    matrix (armature included) at ``q`` (default: the middle of the joint ranges)."""
+    act = model.dof_indices
+    lo, hi = (x[act] for x in model.joint_limits())
+    mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+    data = mujoco.MjData(model.mj)
+    data.qpos[model.joint_qpos_indices] = mid if q is None else q
+    mujoco.mj_forward(model.mj, data)
+    full = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model.mj, data, full)
+    inertia = np.diag(full)[act]
+    omega = 2.0 * np.pi * bandwidth_hz
+    return inertia * omega**2, 2.0 * damping_ratio * omega * inertia
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Samples of a run, ``N`` rows, dof order of the model (SI units).
+
+    ``t (N,)``; ``q (N, nq)``; ``dq``, ``ddq``, ``tau`` (applied torque) ``(N, nv)``; the reference
+    ``q_ref``, ``dq_ref``, ``tau_ff`` ``(N, nv)`` and the gains ``kp``, ``kd`` ``(nv,)``;
+    ``saturated (N, nv)``: the torque limit clipped the command; ``q_true``/``dq_true`` the state
+    before measurement noise and quantisation.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau: np.ndarray
+    q_ref: np.ndarray
+    dq_ref: np.ndarray
+    tau_ff: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    saturated: np.ndarray
+    q_true: np.ndarray | None = None
+    dq_true: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+def simulate_mit(
+    model: RobotModel,
+    trajectory: FourierTrajectory,
+    duration: float,
+    *,
+    kp: float | np.ndarray | None = None,
+    kd: float | np.ndarray | None = None,
+    truth: mujoco.MjModel | None = None,
+    feedforward_theta: np.ndarray | None = None,
+    decimation: int = 1,
+    solver_tolerance: float = 1e-12,
+    sensor: SensorModel | None = None,
+    timestep: float | None = None,
+    integrator: str = "euler",
+) -> Recording:
+    """Run ``trajectory`` for ``duration`` seconds on ``truth`` (default: the model's own MjModel).
+
+    ``τ_ff`` is the inverse dynamics of the reference with ``feedforward_theta`` (default: the
+    nominal parameters); ``kp``/``kd`` per dof or scalar [N·m/rad, N·m·s/rad], by default
+    :func:`default_gains` of the model. The run starts at
+    the reference's initial position and velocity. Every ``decimation``-th step is recorded.
+    ``solver_tolerance`` replaces MuJoCo's constraint-solver tolerance (default 1e-8) so that
+    recorded accelerations are exact even while friction loss is in its soft (sticking) zone.
+    ``sensor``: measurement noise and quantisation (recorded ``q``, ``dq``, ``tau`` are then the
+    measurements; ``ddq`` stays the true acceleration). ``timestep`` overrides the model's [s].
+    ``integrator``: "euler" (samples consistent with finite differences) or "rk4" (conserves
+    momentum and energy far better, for free-floating runs).
+    """
+    mj = truth if truth is not None else model.mj
+    if mj.nv != model.nv or mj.nq != model.nq:
+        raise SysIdError(f"the simulated model has nq={mj.nq}, nv={mj.nv}; expected {model.nq}, {model.nv}")
+    act = model.dof_indices
+    if trajectory.q0.shape != (act.size,):
+        raise SysIdError(f"expected a trajectory of the {act.size} hinge/slide joints, got "
+                         f"{trajectory.q0.shape[0]}")
+    floating = act.size != model.nv
+    dt = float(mj.opt.timestep if timestep is None else timestep)
+    steps = round(duration / dt)
+    if steps < 1:
+        raise SysIdError(f"duration {duration} s is shorter than one time step ({dt} s)")
+    t = np.arange(steps) * dt
+    q_ref, dq_ref, ddq_ref = trajectory.evaluate(t)
+    if floating:  # the inverse dynamics of a floating base needs its acceleration: PD only
+        tau_ff = np.zeros_like(q_ref)
+    else:
+        theta_ff = model.nominal if feedforward_theta is None else model.check_theta(feedforward_theta)
+        tau_ff = torque_regressor(model, q_ref, dq_ref, ddq_ref) @ theta_ff
+    kp_default, kd_default = default_gains(model)
+    kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (act.size,)).copy()
+    kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (act.size,)).copy()
+    limit = model.torque_limits()[act]
+    q0 = np.array(mj.qpos0, dtype=float)
+    q0[model.joint_qpos_indices] = q_ref[0]
+    dq0 = np.zeros(model.nv)
+    dq0[act] = dq_ref[0]
+    run = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt, q0=q0, dq0=dq0,
+                  sensor=sensor, solver_tolerance=solver_tolerance, decimation=decimation,
+                  actuated=(model.joint_qpos_indices, act), integrator=integrator)
+    sl = slice(None, None, decimation)
+    return Recording(t[sl], run.q, run.dq, run.ddq, run.tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v,
+                     kd_v, run.saturated, run.q_true, run.dq_true)
+
+
+class SimulatedRun(NamedTuple):
+    """Recorded steps of :func:`run_mit`: measured ``q``, ``dq``, ``tau``; true ``ddq``,
+    ``q_true``, ``dq_true``; ``saturated`` where the torque limit clipped the command."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    tau: np.ndarray
+    saturated: np.ndarray
+    q_true: np.ndarray
+    dq_true: np.ndarray
+
+
+def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: np.ndarray,
+            kp: np.ndarray, kd: np.ndarray, limit: np.ndarray, *, dt: float, q0: np.ndarray,
+            dq0: np.ndarray, sensor: SensorModel | None = None, solver_tolerance: float = 1e-12,
+            decimation: int = 1, actuated: tuple[np.ndarray, np.ndarray] | None = None,
+            integrator: str = "euler") -> SimulatedRun:
+    """Step ``mj`` under the MIT law for every row of the commands (``(K, nv)``; ``kp``/``kd``
+    ``(nv,)`` or ``(K, nv)``) with time step ``dt``. Returns recorded ``(q, dq, ddq, tau,
+    saturated)`` of every ``decimation``-th step (measured q, dq, tau; true ddq).
+    ``actuated``: (qpos indices, dof indices) of the commanded joints (default: every dof, which
+    needs nq == nv); the others (a free-floating base) get no torque. Recorded ``q`` is then the
+    whole ``qpos`` (only actuated joints measured with noise), ``dq``/``ddq``/``tau`` whole ``nv``.
+
+    The copy is integrated with semi-implicit Euler without MuJoCo's implicit joint damping, so
+    the samples obey ``v₊ = v + h a`` and ``q₊ = q + h v₊`` exactly: a sampled trajectory whose
+    finite differences are consistent with the recorded torque.
+    """
+    steps = q_ref.shape[0]
+    nv, nq = mj.nv, mj.nq
+    if actuated is None:
+        if nq != nv:
+            raise SysIdError("pass the actuated joints for a model with ball/free joints")
+        actuated = (np.arange(nq), np.arange(nv))
+    qadr, dofs = actuated
+    n_act = dofs.size
+    kp = np.broadcast_to(kp, (steps, n_act))
+    kd = np.broadcast_to(kd, (steps, n_act))
+    sim = _copy(mj)
+    sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+    sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+    if integrator not in ("euler", "rk4"):
+        raise SysIdError(f"integrator must be 'euler' or 'rk4', got {integrator!r}")
+    sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER if integrator == "euler"
+                             else mujoco.mjtIntegrator.mjINT_RK4)
+    sim.opt.tolerance = solver_tolerance
+    sim.opt.timestep = dt
+    sensor = sensor or SensorModel()
+    rng = np.random.default_rng(sensor.seed)
+    data = mujoco.MjData(sim)
+    data.qpos[:] = q0
+    data.qvel[:] = dq0
+    n_rec = (steps + decimation - 1) // decimation
+    rec = {k: np.empty((n_rec, nv)) for k in ("dq", "ddq", "tau", "dq_true")}
+    rec["q"], rec["q_true"] = np.empty((n_rec, nq)), np.empty((n_rec, nq))
+    sat = np.zeros((n_rec, n_act), dtype=bool)
+    full_tau = np.zeros(nv)
+    for k in range(steps):
+        q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
+        if not sensor.ideal:
+            q_meas[qadr] += sensor.position_noise * rng.standard_normal(n_act)
+            if sensor.encoder_resolution > 0:
+                q_meas[qadr] = np.round(q_meas[qadr] / sensor.encoder_resolution) * sensor.encoder_resolution
+            dq_meas[dofs] += sensor.velocity_noise * rng.standard_normal(n_act)
+        cmd = kp[k] * (q_ref[k] - q_meas[qadr]) + kd[k] * (dq_ref[k] - dq_meas[dofs]) + tau_ff[k]
+        tau = np.clip(cmd, -limit, limit)
+        full_tau[dofs] = tau
+        data.qfrc_applied[:] = full_tau
+        record = k % decimation == 0
+        if record:
+            i = k // decimation
+            rec["q"][i], rec["dq"][i] = q_meas, dq_meas
+            rec["q_true"][i], rec["dq_true"][i] = data.qpos, data.qvel
+            rec["tau"][i] = full_tau
+            if sensor.torque_noise:
+                rec["tau"][i, dofs] += sensor.torque_noise * rng.standard_normal(n_act)
+            sat[i] = tau != cmd
+        if integrator == "rk4":  # RK4 overwrites qacc: take the pre-step acceleration first
+            mujoco.mj_forward(sim, data)
+            if record:
+                rec["ddq"][k // decimation] = data.qacc
+            mujoco.mj_step(sim, data)
+        else:
+            mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
+            if record:
+                rec["ddq"][k // decimation] = data.qacc
+        if not np.all(np.isfinite(data.qpos)):
+            raise SysIdError(f"the simulation diverged at step {k} (t={k * dt:.3f} s)")
+    return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
+
+
+def _copy(mj: mujoco.MjModel) -> mujoco.MjModel:
+    return copy.deepcopy(mj)

@@ -1,0 +1,148 @@
+"""The batch_solver node as a real process, called over DDS from a client in its own context."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TEST_ROBOTS, stop_process
+
+rclpy = pytest.importorskip("rclpy")
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sysid_ros.msg import ParameterEstimate  # noqa: E402
+from sysid_ros.srv import BatchSolve  # noqa: E402
+
+from sysid_ros.core import RobotModel, base_parameters  # noqa: E402
+from sysid_ros.core.data.bag import dataset_topics, write_bag  # noqa: E402
+from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
+
+pytestmark = pytest.mark.ros
+TIMEOUT = 60.0  # s: discovery plus a solve on a loaded 2-core machine
+MODEL = TEST_ROBOTS / "ur5e.xml"
+
+
+@pytest.fixture
+def roots(tmp_path):
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    model = RobotModel.from_mjcf(MODEL)
+    ds = simulate_dataset(model, duration=8.0, seed=3)
+    write_bag(data / "run1", dataset_topics(ds), truth=ds.truth)
+    return data, out
+
+
+@pytest.fixture
+def node_process(roots, ros_domain_id):
+    data, out = roots
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
+         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
+         "-p", "plots:=false"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    yield proc
+    stop_process(proc)
+
+
+class Client:
+    """A service client node in a private context, spun by its own thread."""
+
+    def __init__(self, domain_id: int):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node("batch_solve_client", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+        self.cli = self.node.create_client(BatchSolve, "/batch_solve")
+
+    def call(self, **fields) -> BatchSolve.Response:
+        return self.wait(self.call_async(**fields))
+
+    def call_async(self, **fields):
+        done = threading.Event()
+        future = self.cli.call_async(BatchSolve.Request(**fields))
+        future.add_done_callback(lambda _: done.set())
+        return future, done
+
+    @staticmethod
+    def wait(pending):
+        future, done = pending
+        assert done.wait(TIMEOUT), "no BatchSolve response in time"
+        return future.result()
+
+    def close(self):
+        self.executor.shutdown()
+        self.thread.join(timeout=5)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def client(node_process, ros_domain_id):
+    c = Client(ros_domain_id)
+    assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+    yield c
+    c.close()
+
+
+def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_process):
+    _, out = roots
+    latched: list = []
+    got = threading.Event()
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    client.node.create_subscription(ParameterEstimate, "/batch_solver/estimate",
+                                    lambda m: (latched.append(m), got.set()), qos)
+
+    ok = client.call(bag_path="run1", method="pc_ls", armature=True, output_dir="first")
+    assert ok.success, ok.message
+    model = RobotModel.from_mjcf(MODEL, joint_terms=("Ia",))
+    assert ok.estimate.method == "pc_ls" and ok.estimate.physically_consistent
+    assert list(ok.estimate.names) == list(model.param_names)
+    beta_true = base_parameters(model).of(model.nominal)  # noise-free bag of the nominal robot
+    assert ok.estimate.rank == len(ok.estimate.base_values) == len(beta_true)
+    np.testing.assert_allclose(ok.estimate.base_values, beta_true, atol=1e-4 * np.abs(beta_true).max())
+    files = [Path(f) for f in ok.output_files]
+    assert {f.name for f in files} == {"result.json", "identified.xml"}
+    assert all(f.is_file() and f.is_relative_to(out) for f in files)
+    assert ok.solve_time > 0
+    assert got.wait(TIMEOUT) and latched[-1].method == "pc_ls"
+
+    bad = client.call(bag_path="missing", method="ols")
+    assert not bad.success and "not found" in bad.message
+    bad = client.call(bag_path="run1", method="magic")
+    assert not bad.success and "unknown method 'magic'" in bad.message
+    for outside in ("../out", "/etc"):
+        bad = client.call(bag_path=outside, method="ols")
+        assert not bad.success and "outside" in bad.message, bad.message
+    bad = client.call(bag_path="run1", method="ols", output_dir="../../escape")
+    assert not bad.success and "outside" in bad.message
+    assert not (out.parent.parent / "escape").exists()
+
+    again = client.call(bag_path="run1", method="ols", output_dir="second")
+    assert again.success, again.message
+    assert node_process.poll() is None  # still serving
+
+
+def test_concurrent_requests_are_refused_clearly(client):
+    first = client.call_async(bag_path="run1", method="dual_metric", armature=True, output_dir="a")
+    second = client.call_async(bag_path="run1", method="ols", output_dir="b")
+    responses = [client.wait(first), client.wait(second)]
+    assert sum(r.success for r in responses) == 1, [r.message for r in responses]
+    refused = next(r for r in responses if not r.success)
+    assert refused.message.startswith("busy: another solve is running")
+
+
+def test_node_exits_cleanly_on_sigint(node_process, client):
+    node_process.send_signal(signal.SIGINT)
+    assert node_process.wait(timeout=20) == 0

@@ -1,0 +1,154 @@
+"""Batch methods on a noise-free simulated bag (UR5e carrying an unknown 1 kg payload, so the
+nominal model used to start the IV iterations is wrong).
+
+Tolerance: every base parameter whose contribution to the measured torque is at least 1e-4 of
+the torque norm comes back within 0.5 %. (Sampled data determine the others only to the
+accuracy of finite differences; they are checked through the torque fit instead.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, TEST_ROBOTS
+
+from sysid_ros.core import RobotModel
+from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
+from sysid_ros.core.data.bag import dataset_topics, read_bag, write_bag
+from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.model.target import arm_target, payload_target
+from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
+
+MODEL = TEST_ROBOTS / "ur5e.xml"
+PAYLOAD = "body=wrist_3_link,mass=1.0,com=0,0.02,0.05"
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory):
+    model = RobotModel.from_mjcf(MODEL)
+    ds = simulate_dataset(model, duration=20.0, seed=0, payload=Payload.parse(PAYLOAD))
+    return write_bag(tmp_path_factory.mktemp("bags") / "ur5e_payload", dataset_topics(ds), truth=ds.truth)
+
+
+@pytest.fixture(scope="module")
+def prepared(bag):
+    model = RobotModel.from_mjcf(MODEL, joint_terms=("Ia",))
+    target = arm_target(model)
+    ds = read_bag(bag)
+    prep = prepare(ds, target, Preprocessing())
+    theta_true = model.from_dict({k: v for k, v in ds.truth["parameters"].items()
+                                  if k in model.param_names})
+    beta_true = target.base.of(theta_true)
+    w, rhs, _ = prep.rows()
+    contribution = np.linalg.norm(w * beta_true, axis=0) / np.linalg.norm(rhs)
+    return prep, beta_true, contribution
+
+
+@pytest.mark.parametrize("method", ["ols", "pc_ls", "dual_metric", "iv", "pc_iv"])
+def test_noise_free_bag_recovers_base_parameters(prepared, method):
+    prep, beta_true, contribution = prepared
+    result = run_method(prep, IdentifyOptions(method=method, max_samples=300))
+    significant = contribution >= 1e-4
+    assert significant.sum() >= 15
+    rel = 100 * np.abs(result.beta - beta_true)[significant] / np.abs(beta_true[significant])
+    assert rel.max() < 0.5, (method, rel.max())
+    assert result.diagnostics.relative_error < 0.01  # percent: the torque is reproduced
+    if method in ("pc_ls", "dual_metric", "pc_iv"):
+        assert result.diagnostics.extra["consistency"]["consistent"]
+        assert not result.diagnostics.extra["binding_constraints"]  # truth is feasible
+    if method in ("iv", "pc_iv"):
+        assert result.diagnostics.extra["converged"] and result.diagnostics.extra["iterations"] <= 6
+        assert result.diagnostics.extra["pi_rank"] == result.base.rank
+
+
+@pytest.mark.parametrize("method", ["wls", "energy", "wls_logdet", "wls_pullback"])
+def test_baselines_run_and_respect_their_constraints(prepared, method):
+    prep, beta_true, contribution = prepared
+    result = run_method(prep, IdentifyOptions(method=method))
+    assert np.all(np.isfinite(result.beta))
+    if method != "wls":
+        assert result.diagnostics.extra["consistency"]["consistent"]
+    if method == "wls":  # unconstrained, noise-free: as exact as OLS
+        top = contribution >= 1e-3
+        assert np.max(np.abs(result.beta - beta_true)[top] / np.abs(beta_true[top])) < 5e-3
+
+
+def test_payload_only_recovers_the_payload(bag):
+    model = RobotModel.from_mjcf(MODEL)
+    target = payload_target(model, "wrist_3_link")
+    ds = read_bag(bag)
+    prep = prepare(ds, target, Preprocessing())
+    truth = np.asarray(ds.truth["payload"]["params"])
+    for method in ("ols", "pc_iv"):
+        result = run_method(prep, IdentifyOptions(method=method))
+        assert result.beta[0] == pytest.approx(1.0, rel=1e-3)  # mass [kg]
+        np.testing.assert_allclose(result.base.of(truth), truth)  # all 10 identifiable
+        np.testing.assert_allclose(result.beta, truth, atol=2e-3 * np.abs(truth).max())
+
+
+def test_iv_needs_recorded_commands(bag, tmp_path):
+    model = RobotModel.from_mjcf(MODEL, joint_terms=("Ia",))
+    ds = read_bag(bag)
+    from dataclasses import replace
+
+    prep = prepare(replace(ds, command=None), arm_target(model), Preprocessing())
+    from sysid_ros.core import DataError
+
+    with pytest.raises(DataError, match="need the recorded MotorCommand topic"):
+        run_method(prep, IdentifyOptions(method="iv"))
+
+
+def _sysid(*args):
+    return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def test_cli_simulate_identify_validate(tmp_path):
+    out = _sysid("simulate", str(MODEL), "--out", str(tmp_path / "train"), "--duration", "10",
+                 "--storage", "sqlite3")
+    assert out.returncode == 0, out.stderr
+    assert _sysid("simulate", str(MODEL), "--out", str(tmp_path / "val"), "--duration", "8",
+                  "--seed", "5").returncode == 0
+    out = _sysid("identify", str(tmp_path / "train"), "--model", str(MODEL), "--method", "pc_ls",
+                 "--armature", "--out", str(tmp_path / "res"), "--validate", str(tmp_path / "val"))
+    assert out.returncode == 0, out.stderr
+    assert "physically consistent" in out.stdout and "validation relative error" in out.stdout
+    names = {p.name for p in (tmp_path / "res").iterdir()}
+    assert names == {"result.json", "identified.xml", "torque_fit.png", "torque_validation.png"}
+    doc = json.loads((tmp_path / "res" / "result.json").read_text())
+    assert doc["validation"]["relative_error_percent"] < 0.05
+    assert all(v > 0.9999 for v in doc["validation"]["ncc"])
+    assert RobotModel.from_mjcf(tmp_path / "res" / "identified.xml").n_params == 84
+
+    bad = _sysid("identify", str(tmp_path / "nope"), "--model", str(MODEL), "--out", str(tmp_path / "x"))
+    assert bad.returncode == 1 and "not found" in bad.stderr and not (tmp_path / "x").exists()
+    bad = _sysid("identify", str(tmp_path / "train"), "--model", str(MODEL), "--method", "magic",
+                 "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    bad = _sysid("simulate", str(MODEL), "--out", str(tmp_path / "y"),
+                 "--payload", "body=nowhere,mass=1,com=0,0,0")
+    assert bad.returncode == 1 and "unknown body 'nowhere'" in bad.stderr and not (tmp_path / "y").exists()
+
+
+def test_cli_replays_a_bag_through_an_online_estimator(tmp_path):
+    bag = tmp_path / "payload"
+    out = _sysid("simulate", str(TEST_ROBOTS / "panda.xml"), "--out", str(bag), "--duration", "12",
+                 "--seed", "1", "--payload",
+                 "body=hand,mass=5,com=0,0,0.1,inertia=0.00833,0.00833,0.00833,0,0,0",
+                 "--noise", "torque=0.05")
+    assert out.returncode == 0, out.stderr
+    out = _sysid("identify", str(bag), "--model", str(TEST_ROBOTS / "panda.xml"), "--method",
+                 "rls_logdet", "--payload-only", "hand", "--alpha", "10", "--out", str(tmp_path / "o"))
+    assert out.returncode == 0, out.stderr
+    assert "rls_logdet: 100 %" in out.stderr
+    names = {p.name for p in (tmp_path / "o").iterdir()}
+    assert {"result.json", "estimates.csv", "convergence.png", "identified.xml"} <= names
+    doc = json.loads((tmp_path / "o" / "result.json").read_text())
+    assert doc["diagnostics"]["online"]["final_divergence_to_truth"] < 0.05
+    assert doc["diagnostics"]["consistency"]["consistent"]
+    table = np.loadtxt(tmp_path / "o" / "estimates.csv", delimiter=",", skiprows=1)
+    assert table.shape[1] == 12 and table[-1, 2] == pytest.approx(5.0, rel=0.01)
