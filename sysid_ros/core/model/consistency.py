@@ -6,8 +6,8 @@ Iyy, Iyz, Izz]``, inertia about the body origin)
     J = [[Σ, h], [hᵀ, m]],   Σ = ½ tr(I) 1 − I,
 
 is positive definite exactly when the body is physically consistent (positive mass, inertia
-satisfying the strict triangle inequalities about the CoM) — constrained-IV seed eqs. 17–18,
-``docs/rls-logdet.md`` §1. The log-det (Bregman) divergence ``D(J‖J₀) = −log det J + log det J₀ +
+satisfying the strict triangle inequalities about the CoM) — constrained-IV seed eqs. 17–18;
+Wensing, Kim & Slotine, IEEE RA-L 3(1), 2018. The log-det (Bregman) divergence ``D(J‖J₀) = −log det J + log det J₀ +
 tr(J₀⁻¹ J) − 4`` is invariant to frame changes and units.
 """
 
@@ -33,7 +33,7 @@ __all__ = [
 
 
 def _basis() -> np.ndarray:
-    """``E (10, 4, 4)`` with ``J = Σ_n θ_n E_n`` (rls-logdet.md §1 table, 0-based here)."""
+    """``E (10, 4, 4)`` with ``J = Σ_n θ_n E_n`` (Σ = ½ tr(I) 1 − I written out entry by entry)."""
     e = np.zeros((10, 4, 4))
     e[0, 3, 3] = 1.0
     for k in range(3):

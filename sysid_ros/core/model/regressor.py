@@ -6,7 +6,7 @@
   torque of everything else, known;
 * :func:`mass_matrix_regressor`: ``M(q) = Σ_p θ_p ∂M/∂θ_p`` (armature on the diagonal);
 * :func:`momentum_regressors`: generalised momentum ``p = M(q) q̇`` and the terms of
-  ``ṗ = τ + Cᵀ(q, q̇) q̇ − g(q) − τ_f`` (see ``docs/rls-logdet.md`` §4).
+  ``ṗ = τ + Cᵀ(q, q̇) q̇ − g(q) − τ_f`` (online-inertia seed, momentum regressor).
 
 Method (spatial Newton–Euler, seed ``robot-sysid-spatial-regressor``): every body's wrench about its
 own origin is linear in its 10 parameters,
@@ -383,7 +383,7 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
 
 def world_momentum_regressor(model: RobotModel, body: int | str, q, dq) -> np.ndarray:
     """Total spatial momentum of one body about the world origin, world axes: ``(N, 6, 10)`` with
-    rows ``[linear P; angular H_O]`` linear in the body's 10 parameters (rls-logdet.md §4)::
+    rows ``[linear P; angular H_O]`` linear in the body's 10 parameters (online-inertia seed)::
 
         P   = m v + ω × (R h)
         H_O = p × P + (R h) × v + R Ī Rᵀ ω

@@ -1,4 +1,4 @@
-"""Recursive least squares with a forgetting factor (overview seed; ``docs/rls-logdet.md`` §3).
+"""Recursive least squares with a forgetting factor (overview seed; Ljung, System Identification, §11.2).
 
 For rows ``y_k = A_k θ + e_k`` (``A_k (m, p)``, one sample's joints), with noise covariance
 ``R = diag(noise²)``::

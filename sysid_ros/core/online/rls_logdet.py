@@ -1,5 +1,5 @@
-"""RLS with log-determinant divergence regularisation (Cho, Lee & Shin, ICRA 2024; online seed;
-``docs/rls-logdet.md`` §2–3).
+"""RLS with log-determinant divergence regularisation (Cho, Lee & Shin, ICRA 2024;
+the online-inertia seed).
 
 Objective after ``k`` samples::
 
