@@ -7,8 +7,8 @@ Iyy, Iyz, Izz]``, inertia about the body origin)
 
 is positive definite exactly when the body is physically consistent (positive mass, inertia
 satisfying the strict triangle inequalities about the CoM) — constrained-IV seed eqs. 17–18;
-Wensing, Kim & Slotine, IEEE RA-L 3(1), 2018. The log-det (Bregman) divergence ``D(J‖J₀) = −log det J + log det J₀ +
-tr(J₀⁻¹ J) − 4`` is invariant to frame changes and units.
+Wensing, Kim & Slotine, IEEE RA-L 3(1), 2018. The log-det (Bregman) divergence
+``D(J‖J₀) = −log det J + log det J₀ + tr(J₀⁻¹ J) − 4`` is invariant to frame changes and units.
 """
 
 from __future__ import annotations
