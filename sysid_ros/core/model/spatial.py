@@ -30,13 +30,6 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
 
 
-def cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Spatial motion cross product ``v x m`` for ``[ang, lin]`` vectors, ``(..., 6)``."""
-    w, v0 = v[..., :3], v[..., 3:]
-    mw, m0 = m[..., :3], m[..., 3:]
-    return np.concatenate((cross(w, mw), cross(w, m0) + cross(v0, mw)), axis=-1)
-
-
 def quat_to_mat(q: np.ndarray) -> np.ndarray:
     """Rotation matrices from quaternions ``[w, x, y, z]`` (normalised here). ``(..., 4) -> (..., 3, 3)``."""
     q = np.asarray(q, dtype=float)
