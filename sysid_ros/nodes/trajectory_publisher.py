@@ -11,6 +11,10 @@ real-time factor without ``/clock``, and when the measurements stop the commands
 motors' or simulator's command watchdog then takes over: fail-safe). When the run is over the
 node says so on ``~/done`` (latched ``std_msgs/Bool``) and keeps commanding the rest pose.
 Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current pose.
+
+Topics (relative names: remap them, e.g. ``--ros-args -r joint_states:=/arm/joint_states``):
+subscribes ``joint_states`` (``sensor_msgs/JointState``), publishes ``motor_command``
+(``sysid_ros/MotorCommand``) and ``~/done``.
 """
 
 from __future__ import annotations
@@ -59,8 +63,6 @@ PARAMETERS = (
     ("feedforward", True, "add the nominal model's inverse dynamics as feed-forward torque"),
     ("autostart", True, "start as soon as the first joint state arrives"),
     ("reliable_input", False, "RELIABLE joint-state subscription (simulation; false matches any publisher)"),
-    ("joint_states_topic", "/joint_states", "sensor_msgs/JointState (the measured pose)"),
-    ("motor_command_topic", "/motor_command", "sysid_ros/MotorCommand output"),
 )
 
 
@@ -83,14 +85,14 @@ class TrajectoryPublisherNode(Node):
         self._start_requested = bool(self._get("autostart"))
         self._cmd = MotorCommand()
         self._cmd.name = list(self.names)
-        self._pub = self.create_publisher(MotorCommand, self._get("motor_command_topic"), STREAM)
+        self._pub = self.create_publisher(MotorCommand, "motor_command", STREAM)
         self._done_pub = self.create_publisher(Bool, "~/done", LATCHED)
         self._done_pub.publish(Bool(data=False))
         # only the newest state matters (commands are a function of time): a queue of one never
         # lets the commands lag behind the robot; best effort matches any publisher
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)
-        self.create_subscription(JointState, self._get("joint_states_topic"), self._on_state,
+        self.create_subscription(JointState, "joint_states", self._on_state,
                                  QoSProfile(depth=1, reliability=reliability))
         self.create_service(Trigger, "~/start", self._on_start)
         self._period = 1.0 / float(self._get("rate"))
