@@ -1,15 +1,16 @@
 """Emulated Damiao motors on a python-can bus, their shafts driven by MuJoCo (no ROS).
 
-:class:`EmulatedMotor` is one motor's firmware as the protocol notes describe it
-(``docs/damiao-protocol.md``): registers, enable/disable/zero/clear-error, the MIT law, state
-codes, the CAN TIMEOUT watchdog, one reply per frame received, and faults on demand.
+:class:`EmulatedMotor` is one motor's firmware as Damiao's DM-J manual describes it (registers,
+enable/disable/zero/clear-error, the MIT law, state codes, the CAN TIMEOUT watchdog, one reply per
+frame received) with faults on demand.
 :class:`MotorEmulator` puts several of them on one bus and closes their loops through a MuJoCo
 model of the robot (the package's default robot unless told otherwise).
 
 **Bus.** python-can's ``virtual`` interface connects buses inside one process only, so the
 emulator is primarily used in-process: a host (the bridge, a test) opens a bus on the same
-virtual channel and the emulator answers from its own thread (:meth:`MotorEmulator.start`).
-Any other python-can bus works the same way (``socketcan`` on ``vcan0`` across processes).
+virtual channel and the emulator answers from its own thread (:meth:`MotorEmulator.start`);
+:class:`sysid_ros.hardware.emulated_bus.EmulatedBus` does both. Any other python-can bus works the
+same way (``socketcan`` on ``vcan0`` across processes, the ``damiao_emulator`` node).
 
 **Time.** ``clock="realtime"``: physics follows the monotonic wall clock; between frames every
 motor keeps applying its last command, re-evaluating its law at every physics step with the
@@ -56,6 +57,7 @@ joint with direction ``d``, offset ``o`` and gear ratio ``G``: ``p = d·G·(q �
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import random
@@ -105,7 +107,6 @@ OVER_TEMPERATURE_C = 120.0
 """Over-temperature threshold [°C] (register OT_VALUE)."""
 BUS_OFF_ERROR_ID = 0x40
 """Error-frame class of a bus-off (SocketCAN ``CAN_ERR_BUSOFF``)."""
-ENOBUFS = 105
 POSITION_LOOP_GAIN = 20.0
 """[1/s] position loop of the position-velocity and force-position stand-ins."""
 
@@ -114,9 +115,6 @@ _MODES = {int(m): m for m in CtrlMode}
 _CTRL_MODE, _TIMEOUT, _TMAX = Register.CTRL_MODE, Register.TIMEOUT, Register.TMAX
 _PMAX, _VMAX = Register.PMAX, Register.VMAX
 
-# Gear ratio and torque constant of the models the project ships (emulator defaults; others 1 and 0).
-_GEAR = {"DM4310": 10.0, "DM4310-48V": 10.0, "DM4340": 40.0, "DM4340-48V": 40.0}
-_KT = {"DM4310": 0.945, "DM4310-48V": 0.945, "DM4340": 4.074, "DM4340-48V": 4.074}
 
 
 class EmulatorError(SysIdError):
@@ -173,7 +171,7 @@ class EmulatedMotor:
             Register.ESC_ID: joint.can_id, Register.MST_ID: joint.master_id,
             Register.CTRL_MODE: int(CtrlMode.MIT), Register.TIMEOUT: int(timeout),
             Register.PMAX: model.pmax, Register.VMAX: model.vmax, Register.TMAX: model.tmax,
-            Register.KT_VALUE: _KT.get(joint.motor, 0.0), Register.GR: _GEAR.get(joint.motor, 1.0),
+            Register.KT_VALUE: model.torque_constant or 0.0, Register.GR: model.gear_ratio or 1.0,
             Register.OT_VALUE: OVER_TEMPERATURE_C, Register.CAN_BR: 4, Register.SW_VER: 13,
         })
         self._flash = dict(self.registers)
@@ -430,8 +428,8 @@ class EmulatedMotor:
 class MotorEmulator:
     """Several :class:`EmulatedMotor` on one python-can bus, shafts driven by MuJoCo.
 
-    See ``/work/notes/emulator_api.md`` and the module docstring. Thread-safe: the emulator runs
-    in its own thread after :meth:`start`; inspection and fault injection take its lock.
+    See the module docstring. Thread-safe: the emulator runs in its own thread after
+    :meth:`start`; inspection and fault injection take its lock.
     """
 
     def __init__(self, joints: Iterable[JointLike], *, channel: str = "damiao", interface: str = "virtual",
@@ -818,7 +816,7 @@ class _BusOffAwareBus(can.BusABC):
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
         if self._emulator.bus_off:
             raise can.CanOperationError("Failed to transmit: [Errno 105] No buffer space available",
-                                        error_code=ENOBUFS)
+                                        error_code=errno.ENOBUFS)
         self._inner.send(msg, timeout)
 
     def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:

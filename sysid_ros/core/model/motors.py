@@ -1,14 +1,18 @@
-"""Motor models: default mapping limits of Damiao DM-J motors (``docs/damiao-protocol.md`` §6).
+"""Motor models: every fact the package uses about a Damiao DM-J motor, in one table.
 
-``PMAX`` [rad], ``VMAX`` [rad/s], ``TMAX`` [N·m] are the MIT-mode mapping ranges (registers
-21/22/23), a sanity table only: the bridge reads the registers at start-up. ``TMAX`` is a mapping
-range, not the rated torque. A robot model names its motors with MJCF custom text entries
-``<text name="motor:JOINT" data="DM4340"/>``.
+Per model: the default MIT-mode mapping ranges ``PMAX`` [rad], ``VMAX`` [rad/s], ``TMAX`` [N·m]
+(registers 21/22/23 of Damiao's DM-J motor manual; the MIT fields are fixed-point over
+``[−PMAX, PMAX]``, ``[−VMAX, VMAX]`` and ``[−TMAX, TMAX]``), the built-in gearbox ratio (register
+``Gr``, 20) and the torque constant at the output shaft [N·m/A] (register ``KT_Value``, 1) where the
+package knows them. ``TMAX`` is a mapping range, not the rated torque (a DM-J8009P peaks at
+40 N·m with TMAX 54). The ranges are a sanity table only: the bridge reads the registers at
+start-up and uses what the motor says. A robot model names its motors with MJCF custom text
+entries ``<text name="motor:JOINT" data="DM4340"/>``.
 
-The official SDKs disagree on some defaults; ``alternatives`` holds the other documented
+Damiao's SDKs disagree on some defaults; ``alternatives`` holds the other documented
 ``(pmax, vmax, tmax)`` triples so a register read that matches one of them is recognised
-(:meth:`MotorModel.matches`). This is the one table of the package: the hardware codec's
-``DAMIAO_LIMITS`` is derived from it.
+(:meth:`MotorModel.matches`). Everything else derives from this table: the hardware codec's
+``DAMIAO_LIMITS``, the bridge's default joint velocity and torque limits, the emulator's registers.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+__all__ = ["DAMIAO_MOTORS", "MotorModel"]
+
 
 @dataclass(frozen=True)
 class MotorModel:
-    """One motor model's common default mapping ranges and the other documented defaults."""
+    """One motor model: common default mapping ranges, the other documented defaults, and the
+    built-in gearbox ratio (rotor turns per output-shaft turn) and torque constant [N·m/A, output
+    shaft] where known (``None``: not in the package's sources)."""
 
     name: str
     pmax: float
@@ -27,6 +35,8 @@ class MotorModel:
     tmax: float
     alternatives: tuple[tuple[float, float, float], ...] = ()
     note: str = ""
+    gear_ratio: float | None = None
+    torque_constant: float | None = None
 
     @property
     def defaults(self) -> tuple[float, float, float]:
@@ -47,10 +57,13 @@ DAMIAO_MOTORS: dict[str, MotorModel] = {
     m.name: m
     for m in (
         MotorModel("DM3507", 12.566, 50.0, 5.0),
-        MotorModel("DM4310", 12.5, 30.0, 10.0),
-        MotorModel("DM4310-48V", 12.5, 50.0, 10.0, ((12.5, 30.0, 10.0),), "one wiki says VMAX 30"),
-        MotorModel("DM4340", 12.5, 10.0, 28.0, ((12.5, 8.0, 28.0),), "older SDK VMAX 8"),
-        MotorModel("DM4340-48V", 12.5, 10.0, 28.0, ((12.5, 20.0, 28.0),), "newer SDK VMAX 20"),
+        MotorModel("DM4310", 12.5, 30.0, 10.0, gear_ratio=10.0, torque_constant=0.945),
+        MotorModel("DM4310-48V", 12.5, 50.0, 10.0, ((12.5, 30.0, 10.0),), "one wiki says VMAX 30",
+                   gear_ratio=10.0, torque_constant=0.945),
+        MotorModel("DM4340", 12.5, 10.0, 28.0, ((12.5, 8.0, 28.0),), "older SDK VMAX 8",
+                   gear_ratio=40.0, torque_constant=4.074),
+        MotorModel("DM4340-48V", 12.5, 10.0, 28.0, ((12.5, 20.0, 28.0),), "newer SDK VMAX 20",
+                   gear_ratio=40.0, torque_constant=4.074),
         MotorModel("DM6006", 12.5, 45.0, 20.0, ((12.5, 45.0, 12.0),), "newer SDK TMAX 12"),
         MotorModel("DM6248", 12.566, 20.0, 120.0),
         MotorModel("DM8006", 12.5, 45.0, 40.0, ((12.5, 45.0, 20.0),), "newer SDK TMAX 20"),
