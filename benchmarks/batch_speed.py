@@ -54,14 +54,13 @@ def main() -> int:
         t0 = time.perf_counter()
         result = run_method(prep, options)
         t_solve = time.perf_counter() - t0
-        extra = result.diagnostics.extra
-        note = (f"{extra.get('iterations')} iterations" if method == "pc_iv"
-                else f"{extra.get('samples')} LMIs of size {len(ds.joint_names) + 1}")
+        note = (f"{result.solver.iterations} iterations" if method == "pc_iv"
+                else f"{result.diagnostics.extra.get('samples')} LMIs of size {len(ds.joint_names) + 1}")
         print(f"{method + ': filter, regressor, decimate':<44} {t_prep:9.2f}")
         print(f"{method + ': solve (' + note + ')':<44} {t_solve:9.2f}")
         print(f"{method + ': TOTAL':<44} {t_prep + t_solve:9.2f}   "
               f"(relative error {result.diagnostics.relative_error:.2f} %, consistent "
-              f"{extra.get('consistency', {}).get('consistent')})")
+              f"{result.consistent})")
     return 0
 
 

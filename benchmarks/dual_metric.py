@@ -33,6 +33,7 @@ from sysid_ros.core.batch.convex import least_squares_program  # noqa: E402
 from sysid_ros.core.batch.identify import IdentifyOptions, _weighted_rows, prepare, run_method  # noqa: E402
 from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
 from sysid_ros.core.model.target import arm_target  # noqa: E402
+from sysid_ros.core.report.metrics import ncc  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
@@ -65,11 +66,6 @@ def forward_dynamics(model: RobotModel, theta, q, dq, tau) -> np.ndarray:
     return np.linalg.solve(m, (tau - bias)[..., None])[..., 0]
 
 
-def ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = a - a.mean(0), b - b.mean(0)
-    return (a * b).sum(0) / np.sqrt((a * a).sum(0) * (b * b).sum(0))
-
-
 def fit(method: str, prep, prior_weight: float) -> np.ndarray:
     """Standard parameters θ̂ of one method (all constrained to physical consistency)."""
     if method == "wls":
@@ -77,7 +73,7 @@ def fit(method: str, prep, prior_weight: float) -> np.ndarray:
         return least_squares_program(prep.target, w, rhs).theta
     options = IdentifyOptions(method=method, regularization=prior_weight, max_samples=100_000,
                               min_speed=0.0)
-    return run_method(prep, options).theta
+    return run_method(prep, options).parameters.values
 
 
 def subset(prep, idx: np.ndarray):

@@ -31,6 +31,7 @@ from sysid_ros.core.data.dataset import CommandLog, Dataset  # noqa: E402
 from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.model.target import arm_target  # noqa: E402
+from sysid_ros.core.report.metrics import TorqueErrors, torque_errors  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit  # noqa: E402
 
 METHODS = (("LS", "ols"), ("IV", "iv"), ("PC-LS", "pc_ls"), ("PC-IV", "pc_iv"))
@@ -54,10 +55,9 @@ def run(model: RobotModel, seed: int, args, resolution: float):
     return measured, true
 
 
-def joint_errors(beta, prep_true) -> np.ndarray:
-    x = prep_true.target.base.columns(prep_true.x)
-    pred = x @ beta
-    return 100 * np.linalg.norm(prep_true.y - pred, axis=0) / np.linalg.norm(prep_true.y, axis=0)
+def torque_scores(result, prep_true) -> TorqueErrors:
+    """Errors of the result's torque prediction on every row of the true motion."""
+    return torque_errors(prep_true.y, prep_true.target.base.columns(prep_true.x) @ result.beta)
 
 
 def main() -> int:
@@ -93,13 +93,12 @@ def main() -> int:
         t0 = time.perf_counter()
         res = run_method(prep, IdentifyOptions(method=method, min_speed=0.0))
         results[label] = res
-        extra = res.diagnostics.extra
-        info = f", {extra['iterations']} iterations" if "iterations" in extra else ""
+        info = f", {res.solver.iterations} iterations" if res.solver.iterations is not None else ""
         print(f"  {label:<6} solved in {time.perf_counter() - t0:5.2f} s{info}")
 
     print("\nRELATIVE ERRORS, DIRECT COMPARISON (downgraded data)  [%]")
     print(f"{'joint':<8}" + "".join(f"{label:>9}" for label, _ in METHODS))
-    direct = {label: joint_errors(r.beta, prep_true) for label, r in results.items()}
+    direct = {label: torque_scores(r, prep_true).relative_joint for label, r in results.items()}
     for j, name in enumerate(model.dof_joint_names):
         print(f"{j + 1:<8}" + "".join(f"{direct[label][j]:9.1f}" for label, _ in METHODS) + f"   {name}")
     print("\nRELATIVE ERRORS, CROSS-VALIDATION (three other trajectories)  [%]")
@@ -108,15 +107,14 @@ def main() -> int:
     for k, pv in enumerate(preps_val, start=1):
         row = []
         for label, _ in METHODS:
-            x = pv.target.base.columns(pv.x)
-            err = 100 * np.linalg.norm(pv.y - x @ results[label].beta) / np.linalg.norm(pv.y)
+            err = torque_scores(results[label], pv).relative
             cross[label].append(err)
             row.append(err)
         print(f"{k:<8}" + "".join(f"{e:9.1f}" for e in row))
     print("\nCROSS-VALIDATION PER JOINT (mean over the three trajectories)  [%]")
     print(f"{'joint':<8}" + "".join(f"{label:>9}" for label, _ in METHODS))
-    per_joint = {label: np.mean([joint_errors(results[label].beta, pv) for pv in preps_val], axis=0)
-                 for label, _ in METHODS}
+    per_joint = {label: np.mean([torque_scores(results[label], pv).relative_joint for pv in preps_val],
+                                axis=0) for label, _ in METHODS}
     for j in range(len(model.dof_joint_names)):
         print(f"{j + 1:<8}" + "".join(f"{per_joint[label][j]:9.1f}" for label, _ in METHODS))
     degraded = [j + 1 for j in range(len(direct["LS"])) if direct["LS"][j] > 15.0]

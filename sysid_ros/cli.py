@@ -49,6 +49,7 @@ from sysid_ros.core.online.replay import (
     write_trajectory,
 )
 from sysid_ros.core.report.files import summary, write_outputs
+from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 from sysid_ros.resources import default_robot_path
@@ -199,7 +200,7 @@ def _identify(args: argparse.Namespace) -> int:
                                                   forgetting=args.forgetting,
                                                   torque_noise=args.torque_noise,
                                                   weighting=args.weighting),
-                        truth=_truth_vector(ds, target), progress=options.progress)
+                        truth=truth_parameters(ds.truth, target), progress=options.progress)
         result = online_result(prep, online)
     else:
         check_method(args.method)
@@ -209,8 +210,8 @@ def _identify(args: argparse.Namespace) -> int:
         val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
                         command_topic=args.command_topic, joint_names=model.dof_joint_names)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed)
-    paths, doc = write_outputs(args.out, result, target, prep, validation_prep=val_prep,
-                               plots=not args.no_plots)
+    evaluation = evaluate(result, prep, validation=val_prep)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
     if online is not None:
         paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
         if not args.no_plots:
@@ -218,22 +219,10 @@ def _identify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(summary(result, validation=doc.get("validation"), truth=doc.get("truth_comparison")))
+        print(summary(result, evaluation))
         for p in paths:
             print(f"wrote {p}")
     return 0
-
-
-def _truth_vector(ds, target) -> np.ndarray | None:
-    """The true target parameters recorded with a simulated bag, if any."""
-    truth = ds.truth or {}
-    if target.kind == "payload":
-        payload = truth.get("payload")
-        return None if not payload else np.asarray(payload["params"], dtype=float)
-    params = truth.get("parameters")
-    if not params:
-        return None
-    return target.model.from_dict({k: v for k, v in params.items() if k in set(target.model.param_names)})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,24 +19,28 @@ from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.base_params import BaseParameters, base_parameters
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.report.metrics import (
+    NEGLIGIBLE,
+    BaseErrors,
+    TorqueErrors,
+    base_parameter_errors,
+    torque_errors,
+)
 from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.simulation import simulate_mit
 
 log = logging.getLogger(__name__)
 
-#: base parameters whose true magnitude is below this are scored by absolute error only
-TINY = 1e-6
-
 
 @dataclass(frozen=True)
 class PipelineReport:
-    """Outcome of :func:`run_offline_pipeline`."""
+    """Outcome of :func:`run_offline_pipeline`: the result, its base-parameter errors against the
+    simulated truth and its torque errors on a held-out trajectory."""
 
     model_source: str
     result: IdentificationResult
-    beta_true: np.ndarray
-    validation_rmse: np.ndarray  # (nv,) [N·m]
-    validation_relative_error: float  # [%]
+    truth: BaseErrors
+    validation: TorqueErrors
     excitation_condition: float
     durations: dict[str, float]
 
@@ -44,41 +48,37 @@ class PipelineReport:
     def base(self) -> BaseParameters:
         return self.result.base
 
+    @property
+    def beta_true(self) -> np.ndarray:
+        return self.truth.true
+
+    @property
+    def validation_rmse(self) -> np.ndarray:
+        """``(nv,)`` held-out torque RMSE per joint [N·m]."""
+        return self.validation.rmse
+
     def base_errors(self) -> tuple[np.ndarray, np.ndarray]:
-        """(relative error [%] where ``|β| ≥ TINY`` else NaN, absolute error) per base parameter."""
-        err = np.abs(self.result.beta - self.beta_true)
-        big = np.abs(self.beta_true) >= TINY
-        rel = np.full_like(err, np.nan)
-        rel[big] = 100.0 * err[big] / np.abs(self.beta_true[big])
-        return rel, err
+        """(relative error [%] where ``|β| ≥ NEGLIGIBLE`` else NaN, absolute error) per base parameter."""
+        return self.truth.relative, self.truth.absolute
 
     @property
     def max_relative_error(self) -> float:
-        rel, _ = self.base_errors()
-        return float(np.nanmax(rel))
+        return self.truth.max_relative
 
     def as_dict(self) -> dict:
-        rel, err = self.base_errors()
         return {
             "model": self.model_source,
             "identification": self.result.as_dict(),
-            "truth_comparison": {
-                name: {"true": float(t), "estimated": float(e),
-                       "relative_error_percent": None if np.isnan(r) else float(r),
-                       "absolute_error": float(a)}
-                for name, t, e, r, a in zip(self.base.names, self.beta_true, self.result.beta, rel, err,
-                                            strict=True)
-            },
+            "truth_comparison": self.truth.as_dict(),
             "max_relative_error_percent": self.max_relative_error,
-            "validation": {"torque_rmse": self.validation_rmse.tolist(),
-                           "relative_error_percent": self.validation_relative_error},
+            "validation": self.validation.as_dict(),
             "excitation_condition_number": self.excitation_condition,
             "durations_s": self.durations,
         }
 
     def table(self, *, width: int = 60) -> str:
         """Human-readable summary: true vs estimated base parameters and validation errors."""
-        rel, _err = self.base_errors()
+        rel = self.truth.relative
         lines = [f"model: {self.model_source}",
                  f"base parameters: {self.base.rank} of {len(self.base.param_names)} standard "
                  f"(regressor condition number {self.result.diagnostics.condition_number:.3g})",
@@ -87,10 +87,10 @@ class PipelineReport:
             short = name if len(name) <= width else name[:width - 3] + "..."
             lines.append(f"{short:<{width}} {t:12.6g} {e:12.6g} {'-' if np.isnan(r) else f'{r:10.2e}':>10}")
         joints = self.result.joint_names or tuple(f"dof{i}" for i in range(len(self.validation_rmse)))
-        lines.append(f"max relative error (|true| >= {TINY:g}): {self.max_relative_error:.3e} %")
+        lines.append(f"max relative error (|true| >= {NEGLIGIBLE:g}): {self.max_relative_error:.3e} %")
         lines.append("held-out trajectory torque RMSE [N·m]: " + ", ".join(
             f"{j} {v:.3e}" for j, v in zip(joints, self.validation_rmse, strict=True)))
-        lines.append(f"held-out relative error: {self.validation_relative_error:.3e} %")
+        lines.append(f"held-out relative error: {self.validation.relative:.3e} %")
         return "\n".join(lines)
 
 
@@ -134,11 +134,8 @@ def run_offline_pipeline(
     times["identify"] = time.perf_counter() - t0
 
     y_val = base.columns(torque_regressor(model, val.q, val.dq, val.ddq))
-    mask = coulomb_rows(model, val.dq, min_speed)
-    resid = np.where(mask, val.tau - y_val @ result.beta, np.nan)
-    rmse = np.sqrt(np.nanmean(resid ** 2, axis=0))
-    rel = 100.0 * np.sqrt(np.nansum(resid ** 2)) / np.linalg.norm(val.tau[mask])
+    validation = torque_errors(val.tau, y_val @ result.beta, mask=coulomb_rows(model, val.dq, min_speed))
+    truth = base_parameter_errors(result.beta, base.of(model.nominal), names=base.names)
     return PipelineReport(
-        model_source=str(model_path), result=result, beta_true=base.of(model.nominal),
-        validation_rmse=rmse, validation_relative_error=float(rel),
+        model_source=str(model_path), result=result, truth=truth, validation=validation,
         excitation_condition=result.diagnostics.condition_number, durations=times)

@@ -9,7 +9,6 @@ also published (latched) on ``~/estimate``.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 import traceback
@@ -30,9 +29,10 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import arm_target, payload_target
 from sysid_ros.core.report.files import write_outputs
+from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
-from sysid_ros.nodes.conversions import estimate_message
+from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
 
@@ -164,17 +164,11 @@ class BatchSolverNode(Node):
                        joint_names=model.dof_joint_names)
         prep = prepare(ds, target, settings, min_speed=options.min_speed)
         result = run_method(prep, options)
-        paths, doc = write_outputs(out, result, target, prep, plots=bool(self._get("plots")))
-        exported = doc["exported_parameters"]["values"]
-        values = [exported[n] for n in target.names]
-        prior_div = target.divergence(values, target.prior)
-        truth = (doc.get("truth_comparison") or {}).get("divergence_to_truth", math.nan)
-        cons = doc["diagnostics"].get("consistency", {}).get("consistent", False)
-        response.estimate = estimate_message(
-            ParameterEstimate, result, names=target.names, values=values,
-            target=target.kind if target.kind == "arm" else target.model.body_name(target.body),
-            consistent=bool(cons), divergence_to_prior=prior_div, divergence_to_truth=truth,
-            stamp=self.get_clock().now().to_msg())
+        evaluation = evaluate(result, prep)
+        paths, _ = write_outputs(out, result, target, evaluation, plots=bool(self._get("plots")))
+        response.estimate = to_estimate_msg(
+            result, divergence_to_prior=evaluation.divergence_to_prior,
+            divergence_to_truth=evaluation.divergence_to_truth, stamp=self.get_clock().now().to_msg())
         response.output_files = [str(p) for p in paths]
         response.success = True
         response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "

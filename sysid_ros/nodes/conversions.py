@@ -1,36 +1,76 @@
-"""Message <-> core conversions (no mathematics here)."""
+"""Message <-> core conversions (no mathematics here).
+
+``sysid_ros/ParameterEstimate`` is built only here: :func:`to_estimate_msg` from an
+:class:`~sysid_ros.core.result.IdentificationResult` (batch solver, estimator node) and
+:func:`to_truth_msg` for a simulator's true parameters (method ``"truth"``); :func:`truth_from_msg`
+reads such a message back as a truth document.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
-import numpy as np
-
+from sysid_ros.core.data.bag import truth_from_estimate
 from sysid_ros.core.result import IdentificationResult
+from sysid_ros.msg import ParameterEstimate
+
+__all__ = ["to_estimate_msg", "to_truth_msg", "truth_from_msg"]
 
 
-def estimate_message(msg_type, result: IdentificationResult, *, names, values, std=None,
-                     target: str = "arm", consistent: bool = False,
-                     divergence_to_prior: float = math.nan, divergence_to_truth: float = math.nan,
-                     stamp=None):
-    """A ``sysid_ros/ParameterEstimate`` from an identification result."""
+def to_estimate_msg(result: IdentificationResult, *, divergence_to_prior: float = math.nan,
+                    divergence_to_truth: float = math.nan, stamp=None) -> ParameterEstimate:
+    """The message of ``result``: its exported parameters (``result.parameters``, with std),
+    base parameters, rank and condition number, ``residual_rms`` = ``result.diagnostics.fit.rms``
+    (the pooled torque residual RMS, see ParameterEstimate.msg), samples, the consistency of the
+    exported parameters, and the given divergences (computed by the caller's core code)."""
     d = result.diagnostics
-    rms = d.residual_rms[np.isfinite(d.residual_rms)]
-    msg = msg_type()
+    params = result.parameters
+    msg = ParameterEstimate()
     if stamp is not None:
         msg.header.stamp = stamp
     msg.method = result.method
-    msg.target = target
-    msg.names = list(names)
-    msg.values = [float(v) for v in values]
-    msg.std_dev = [float(v) for v in (std if std is not None else [math.nan] * len(msg.values))]
+    msg.target = result.target
+    msg.names = list(params.names) if params is not None else []
+    msg.values = params.values.tolist() if params is not None else []
+    msg.std_dev = params.std.tolist() if params is not None else []
     msg.base_names = list(result.base.names)
     msg.base_values = [float(v) for v in result.beta]
     msg.rank = int(d.rank)
     msg.condition_number = float(d.condition_number)
-    msg.residual_rms = float(np.sqrt(np.mean(rms**2))) if rms.size else math.nan
+    msg.residual_rms = float(d.fit.rms)
     msg.sample_count = int(d.n_samples)
-    msg.physically_consistent = bool(consistent)
+    msg.physically_consistent = result.consistent
     msg.divergence_to_prior = float(divergence_to_prior)
     msg.divergence_to_truth = float(divergence_to_truth)
     return msg
+
+
+def to_truth_msg(names: Sequence[str], values: Sequence[float], *, target: str = "arm",
+                 stamp=None) -> ParameterEstimate:
+    """A simulator's true parameters as a ``ParameterEstimate`` with method ``"truth"``: exact
+    (std 0, consistent, divergence to truth 0), nothing estimated (rank = the number of values,
+    condition number, residual RMS and divergence to prior NaN, no samples)."""
+    msg = ParameterEstimate()
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.method = "truth"
+    msg.target = target
+    msg.names = [str(n) for n in names]
+    msg.values = [float(v) for v in values]
+    msg.std_dev = [0.0] * len(msg.values)
+    msg.rank = len(msg.values)
+    msg.condition_number = math.nan
+    msg.residual_rms = math.nan
+    msg.sample_count = 0
+    msg.physically_consistent = True
+    msg.divergence_to_prior = math.nan
+    msg.divergence_to_truth = 0.0
+    return msg
+
+
+def truth_from_msg(msg: ParameterEstimate) -> dict[str, Any]:
+    """The truth document (as in a simulated bag's ``truth.json``) of a truth message; decode a
+    target's vector from it with :func:`sysid_ros.core.report.metrics.truth_parameters`."""
+    return truth_from_estimate(msg.names, msg.values)

@@ -29,9 +29,10 @@ import numpy as np
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import payload_target
+from sysid_ros.core.report.metrics import heldout_torque
 from sysid_ros.core.report.payload import (
-    base_parameter_errors,
-    heldout_torque,
+    PayloadQuantities,
+    payload_base_errors,
     payload_table,
     plot_convergence,
     plot_heldout,
@@ -276,10 +277,10 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
     estimates = {"online rls_logdet": online[-1][1], **{m: r["values"] for m, r in batch.items()}}
     held = simulate_dataset(model, duration=10.0, seed=opts.seed + 1000, payload=payload,
                             sensor=SensorModel(torque_noise=opts.torque_noise, seed=opts.seed + 1))
-    predicted, rmse = {}, {}
-    _, rmse["true"] = heldout_torque(target, held, truth)
+    predicted, rmse = {}, {"true": heldout_torque(target, held, truth).errors.rms}
     for name, phi in estimates.items():
-        predicted[name], rmse[name] = heldout_torque(target, held, phi)
+        fit = heldout_torque(target, held, phi)
+        predicted[name], rmse[name] = fit.predicted, fit.errors.rms
     table = payload_table(truth, estimates, rmse, base=target.base)
     print(table)
     times = np.array([h[0] for h in online])
@@ -288,8 +289,6 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
                          np.array([h[2] for h in online])),
         plot_heldout(out / "torque_heldout.png", held.t, held.tau, predicted, held.joint_names),
     ]
-    from sysid_ros.core.report.payload import PayloadQuantities
-
     true_q = PayloadQuantities.of(truth)
     summary = {
         "model": str(model.source), "payload": payload.as_dict(),
@@ -304,7 +303,8 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
         summary["estimates"][name] = {
             "params": [float(v) for v in phi], "mass": q.mass, "com": q.com.tolist(),
             "mass_error_percent": 100 * (q.mass - true_q.mass) / true_q.mass,
-            "base_parameter_errors_percent": base_parameter_errors(target.base, truth, phi).tolist(),
+            "base_parameter_errors_percent": [float(e) for e in payload_base_errors(target.base, truth, phi)
+                                              .relative if np.isfinite(e)],
             "com_error_mm": 1e3 * float(np.linalg.norm(q.com - true_q.com)),
         }
     path = out / "summary.json"

@@ -21,6 +21,7 @@ from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
 from sysid_ros.core.data.bag import dataset_topics, read_bag, write_bag
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.model.target import arm_target, payload_target
+from sysid_ros.core.report.metrics import truth_parameters
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 
 MODEL = TEST_ROBOTS / "ur5e.xml"
@@ -40,8 +41,7 @@ def prepared(bag):
     target = arm_target(model)
     ds = read_bag(bag)
     prep = prepare(ds, target, Preprocessing())
-    theta_true = model.from_dict({k: v for k, v in ds.truth["parameters"].items()
-                                  if k in model.param_names})
+    theta_true = truth_parameters(ds.truth, target)
     beta_true = target.base.of(theta_true)
     w, rhs, _ = prep.rows()
     contribution = np.linalg.norm(w * beta_true, axis=0) / np.linalg.norm(rhs)
@@ -58,10 +58,10 @@ def test_noise_free_bag_recovers_base_parameters(prepared, method):
     assert rel.max() < 0.5, (method, rel.max())
     assert result.diagnostics.relative_error < 0.01  # percent: the torque is reproduced
     if method in ("pc_ls", "dual_metric", "pc_iv"):
-        assert result.diagnostics.extra["consistency"]["consistent"]
-        assert not result.diagnostics.extra["binding_constraints"]  # truth is feasible
+        assert result.consistency.consistent
+        assert not result.solver.binding_constraints  # truth is feasible
     if method in ("iv", "pc_iv"):
-        assert result.diagnostics.extra["converged"] and result.diagnostics.extra["iterations"] <= 6
+        assert result.solver.converged and result.solver.iterations <= 6
         assert result.diagnostics.extra["pi_rank"] == result.base.rank
 
 
@@ -71,7 +71,7 @@ def test_baselines_run_and_respect_their_constraints(prepared, method):
     result = run_method(prep, IdentifyOptions(method=method))
     assert np.all(np.isfinite(result.beta))
     if method != "wls":
-        assert result.diagnostics.extra["consistency"]["consistent"]
+        assert result.consistency.consistent
     if method == "wls":  # unconstrained, noise-free: as exact as OLS
         top = contribution >= 1e-3
         assert np.max(np.abs(result.beta - beta_true)[top] / np.abs(beta_true[top])) < 5e-3
@@ -82,7 +82,7 @@ def test_payload_only_recovers_the_payload(bag):
     target = payload_target(model, "wrist_3_link")
     ds = read_bag(bag)
     prep = prepare(ds, target, Preprocessing())
-    truth = np.asarray(ds.truth["payload"]["params"])
+    truth = truth_parameters(ds.truth, target)
     for method in ("ols", "pc_iv"):
         result = run_method(prep, IdentifyOptions(method=method))
         assert result.beta[0] == pytest.approx(1.0, rel=1e-3)  # mass [kg]

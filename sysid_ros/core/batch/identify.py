@@ -18,7 +18,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from sysid_ros.core.batch.convex import dual_metric_program, least_squares_program
+from sysid_ros.core.batch.convex import ConvexSolution, dual_metric_program, least_squares_program
 from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step
 from sysid_ros.core.batch.least_squares import (
     coulomb_rows,
@@ -40,7 +40,14 @@ from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.robot import inertial_from_body_params
 from sysid_ros.core.model.target import Target
-from sysid_ros.core.result import IdentificationResult, diagnostics_for
+from sysid_ros.core.result import (
+    IdentificationResult,
+    ParameterSet,
+    SolverStatus,
+    consistency_of,
+    diagnostics_for,
+    target_label,
+)
 from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import Payload, with_payload
 
@@ -135,7 +142,10 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     say(f"{len(prep.t)} samples after filtering and decimation ({prep.conditioned.fs:.0f} Hz in), "
         f"{int(prep.mask.sum())} regression rows, method {options.method}")
     result = _METHOD_TABLE[options.method](prep, options, say)
-    result = replace(result, joint_names=prep.dataset.joint_names)
+    if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
+        result = _with_parameters(result, prep.target, _consistent_from_base(prep.target, result.beta),
+                                  PROJECTED)
+    result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
     return result
 
@@ -149,8 +159,20 @@ def _wls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
     return wls(prep.x, prep.y, prep.target.base, mask=prep.mask)
 
 
+#: ``parameters_from`` of base-parameter methods' exported standard parameters
+PROJECTED = "consistent projection of the base parameters"
+
+
+def _with_parameters(result: IdentificationResult, target: Target, theta: np.ndarray, source: str
+                     ) -> IdentificationResult:
+    """``result`` exporting the standard parameters ``theta`` (std unknown), with their
+    consistency report."""
+    return replace(result, parameters=ParameterSet(target.names, theta, None),
+                   consistency=consistency_of(target, theta), parameters_from=source)
+
+
 def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time: float,
-                     extra: dict) -> IdentificationResult:
+                     solver: SolverStatus, extra: dict) -> IdentificationResult:
     """Result of a standard-parameter method: β = Bθ, standard deviations of β from the OLS-style
     covariance at the solution (constraints not binding), consistency per body."""
     base = prep.target.base
@@ -163,12 +185,10 @@ def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time:
         beta_std = np.sqrt(np.maximum(np.diag(info) * float(resid @ resid) / dof, 0.0))
     except np.linalg.LinAlgError:
         beta_std = np.full(base.rank, np.nan)
-    extra = dict(extra)
-    extra["consistency"] = prep.target.consistency(theta)
     diag = diagnostics_for(w, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
                            solve_time=solve_time, extra=extra)
-    return IdentificationResult(method, base, beta, beta_std, diag, theta=theta,
-                                theta_std=np.full_like(theta, np.nan))
+    result = IdentificationResult(method, base, beta, beta_std, diag, solver=solver)
+    return _with_parameters(result, prep.target, theta, method)
 
 
 def online_result(prep: Prepared, est) -> IdentificationResult:
@@ -182,14 +202,15 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
                         "residual_rms": est.residual_rms,
                         "final_divergence_to_truth": div[-1] if div else None}}
     name = est.estimator if est.regression == "force" else "momentum"
-    return replace(_standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6), extra),
-                   joint_names=prep.dataset.joint_names)
+    result = _standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6),
+                              SolverStatus(solver=est.estimator), extra)
+    return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
 
 
 def _pc_ls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
     w, rhs, _ = prep.rows(np.arange(prep.target.n_params))
     sol = least_squares_program(prep.target, w, rhs)
-    return _standard_result("pc_ls", prep, sol.theta, sol.solve_time, _solver_extra(sol))
+    return _standard_result("pc_ls", prep, sol.theta, sol.solve_time, _solver_status(sol), _multipliers(sol))
 
 
 def _energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
@@ -198,7 +219,7 @@ def _energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResu
     w = np.einsum("kj,kjp->kp", dq, prep.x)
     rhs = np.einsum("kj,kj->k", dq, prep.y)
     sol = least_squares_program(prep.target, w, rhs)
-    return _standard_result("energy", prep, sol.theta, sol.solve_time, _solver_extra(sol))
+    return _standard_result("energy", prep, sol.theta, sol.solve_time, _solver_status(sol), _multipliers(sol))
 
 
 def _weighted_rows(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -217,8 +238,8 @@ def _regularised(kind: str) -> Callable:
         w, rhs, sigma = _weighted_rows(prep)
         weight = options.regularization if options.regularization > 0 else DEFAULT_REGULARIZATION
         sol = least_squares_program(prep.target, w, rhs, regularizer=kind, weight=weight)
-        extra = _solver_extra(sol) | {"regularization": weight, "joint_sigma": sigma.tolist()}
-        return _standard_result(f"wls_{kind}", prep, sol.theta, sol.solve_time, extra)
+        extra = _multipliers(sol) | {"regularization": weight, "joint_sigma": sigma.tolist()}
+        return _standard_result(f"wls_{kind}", prep, sol.theta, sol.solve_time, _solver_status(sol), extra)
 
     return run
 
@@ -235,13 +256,20 @@ def _dual_metric(prep: Prepared, options: IdentifyOptions, say) -> Identificatio
     weight = options.regularization if options.regularization > 0 else 0.0
     sol = dual_metric_program(prep.target, prep.x[sel], prep.y[sel], ym, m_known,
                               regularizer="pullback" if weight > 0 else None, weight=weight)
-    extra = _solver_extra(sol) | {"samples": int(sel.size)}
-    return _standard_result("dual_metric", prep, sol.theta, sol.solve_time, extra)
+    extra = _multipliers(sol) | {"samples": int(sel.size)}
+    return _standard_result("dual_metric", prep, sol.theta, sol.solve_time, _solver_status(sol), extra)
 
 
-def _solver_extra(sol) -> dict:
-    return {"solver": sol.solver, "status": sol.status, "objective": sol.objective,
-            "multipliers": sol.multipliers, "binding_constraints": sol.binding()}
+def _solver_status(sol: ConvexSolution, *, iterations: int | None = None, converged: bool = True
+                   ) -> SolverStatus:
+    return SolverStatus(solver=sol.solver, status=sol.status, objective=sol.objective,
+                        binding_constraints=tuple(sol.binding()), iterations=iterations,
+                        converged=converged)
+
+
+def _multipliers(sol: ConvexSolution) -> dict:
+    """The constraints' multipliers (for result.json)."""
+    return {"multipliers": sol.multipliers}
 
 
 # ----------------------------------------------------------------------- instrumental variables
@@ -338,16 +366,19 @@ def _iv_method(constrained: bool) -> Callable:
         assert step is not None
         beta = step.beta
         cov = iv_covariance(xb, zb, rhs - xb @ beta, joint, prep.y.shape[1])
-        extra = {"iterations": len(history), "converged": history[-1] < options.iv_tol,
-                 "relative_change": history, "iv_gradient": step.gradient_norm,
-                 "pi_rank": step.pi_rank}
+        iterations, done = len(history), history[-1] < options.iv_tol
+        extra = {"relative_change": history, "iv_gradient": step.gradient_norm, "pi_rank": step.pi_rank}
         if step.solution is not None:
-            extra |= _solver_extra(step.solution)
-        extra["consistency"] = target.consistency(theta)
+            solver = _solver_status(step.solution, iterations=iterations, converged=done)
+            extra |= _multipliers(step.solution)
+        else:
+            solver = SolverStatus(iterations=iterations, converged=done)
         diag = diagnostics_for(xb, rhs, joint, beta, n_joints=prep.y.shape[1], n_samples=len(prep.t),
                                solve_time=time.perf_counter() - start, extra=extra)
-        return IdentificationResult(name, base, beta, np.sqrt(np.maximum(np.diag(cov), 0.0)), diag,
-                                    theta=theta if constrained else None)
+        result = IdentificationResult(name, base, beta, np.sqrt(np.maximum(np.diag(cov), 0.0)), diag,
+                                      solver=solver)
+        # iv: θ is already the consistent projection of the last β (the next instruments' model)
+        return _with_parameters(result, target, theta, name if constrained else PROJECTED)
 
     return run
 

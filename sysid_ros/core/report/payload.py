@@ -1,5 +1,5 @@
-"""Scoring payload estimates against the truth: physical quantities, held-out torque prediction,
-a text table and plots (used by the closed-loop demo; no ROS here)."""
+"""Payload estimates against the truth: physical quantities, a text table and plots (used by the
+closed-loop demo; no ROS here). The figures of merit come from :mod:`~sysid_ros.core.report.metrics`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.base_params import BaseParameters
 from sysid_ros.core.model.consistency import logdet_divergence
 from sysid_ros.core.model.robot import inertial_from_body_params
-from sysid_ros.core.model.target import Target
+from sysid_ros.core.report.metrics import BaseErrors, base_parameter_errors
 from sysid_ros.core.report.plotting import pyplot, save_figure
 
-__all__ = ["PayloadQuantities", "base_parameter_errors", "heldout_torque", "payload_table",
+__all__ = ["PAYLOAD_NEGLIGIBLE", "PayloadQuantities", "payload_base_errors", "payload_table",
            "plot_convergence", "plot_heldout"]
 
 
@@ -38,28 +37,6 @@ class PayloadQuantities:
             raise SysIdError(f"expected 10 payload parameters with a positive mass, got {phi.tolist()}")
         mass, com, inertia = inertial_from_body_params(phi)
         return cls(float(mass), np.asarray(com), np.asarray(inertia))
-
-
-def heldout_torque(target: Target, dataset: Dataset, phi: Sequence[float]) -> tuple[np.ndarray, float]:
-    """Predicted torque ``(N, n)`` [N·m] of a held-out ``dataset`` (true accelerations in
-    ``meta["ddq_true"]`` when simulated, else the dataset's own derivatives) with payload
-    parameters ``phi``, and the RMS error against the measured torque."""
-    ddq = dataset.meta.get("ddq_true") if dataset.meta else None
-    if ddq is None:
-        raise SysIdError("the held-out dataset needs accelerations (meta['ddq_true'])")
-    q = dataset.meta.get("q_true", dataset.q)
-    dq = dataset.meta.get("dq_true", dataset.dq)
-    y, known = target.regressor(q, dq, ddq)
-    tau = y @ np.asarray(phi, dtype=float) + known
-    return tau, float(np.sqrt(np.mean((tau - dataset.tau) ** 2)))
-
-
-def base_parameter_errors(base: BaseParameters, truth: Sequence[float], phi: Sequence[float]) -> np.ndarray:
-    """Relative errors [%] of the base parameters ``β = B φ`` whose true value is not negligible
-    (above 1e-3 of the largest in magnitude; the others have no meaningful relative error)."""
-    b_true, b_est = base.of(np.asarray(truth, dtype=float)), base.of(np.asarray(phi, dtype=float))
-    keep = np.abs(b_true) > 1e-3 * np.abs(b_true).max()
-    return 100.0 * np.abs(b_est[keep] - b_true[keep]) / np.abs(b_true[keep])
 
 
 def payload_table(truth: Sequence[float], estimates: Mapping[str, Sequence[float]],
@@ -87,13 +64,25 @@ def payload_table(truth: Sequence[float], estimates: Mapping[str, Sequence[float
     row("CoM error [mm]", ["", *(f"{1e3 * np.linalg.norm(q.com - true_q.com):.2f}" for q in est_q.values())])
     row("divergence", ["0", *(f"{_divergence(v, truth):.4g}" for v in estimates.values())])
     if base is not None:
-        errors = {k: base_parameter_errors(base, truth, v) for k, v in estimates.items()}
-        row("base err median", ["", *(f"{np.median(e):.2f} %" for e in errors.values())])
-        row("base err max", ["", *(f"{np.max(e):.2f} %" for e in errors.values())])
+        errors = {k: payload_base_errors(base, truth, v) for k, v in estimates.items()}
+        row("base err median", ["", *(f"{e.median_relative:.2f} %" for e in errors.values())])
+        row("base err max", ["", *(f"{e.max_relative:.2f} %" for e in errors.values())])
     if rmse:
         row("held-out RMSE", [f"{rmse.get('true', float('nan')):.4f}",
                               *(f"{rmse.get(k, float('nan')):.4f}" for k in estimates)])
     return "\n".join(lines)
+
+
+#: a payload's base parameter is scored when its true magnitude is at least this fraction of the
+#: largest (inertia products of a few 1e-5 kg·m² have no meaningful relative error)
+PAYLOAD_NEGLIGIBLE = 1e-3
+
+
+def payload_base_errors(base: BaseParameters, truth: Sequence[float], phi: Sequence[float]) -> BaseErrors:
+    """:func:`~sysid_ros.core.report.metrics.base_parameter_errors` of payload parameters ``phi``
+    against ``truth`` (10 values each), negligible below :data:`PAYLOAD_NEGLIGIBLE` of the largest."""
+    estimated, true = base.of(np.asarray(phi, dtype=float)), base.of(np.asarray(truth, dtype=float))
+    return base_parameter_errors(estimated, true, names=base.names, atol=0.0, rtol=PAYLOAD_NEGLIGIBLE)
 
 
 def _divergence(phi, truth) -> float:
