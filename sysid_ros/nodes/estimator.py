@@ -273,41 +273,32 @@ class EstimatorNode(Node):
 
     # ------------------------------------------------------------------------------ outputs
     def _estimate_message(self) -> ParameterEstimate:
+        from sysid_ros.core.result import SolverStatus, estimate_result
+        from sysid_ros.nodes.conversions import to_estimate_msg
+
         est, target = self.estimator, self.target
         with self._lock:
             theta = est.theta.copy()
             info = getattr(est.core, "omega", None)
             cov = getattr(est.core, "P", None)
             samples, residual = est.samples, est.residual_rms
-        msg = ParameterEstimate()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.method = self.options.method
-        msg.target = target.kind if target.kind == "arm" else target.model.body_name(target.body)
-        msg.names = list(target.names)
-        msg.values = theta.tolist()
         if cov is not None:
             std = np.sqrt(np.maximum(np.diag(cov), 0.0))
         elif info is not None and samples:
             std = np.sqrt(np.maximum(np.diag(np.linalg.pinv(info)), 0.0))
         else:
             std = np.full_like(theta, np.nan)
-        msg.std_dev = std.tolist()
-        beta = target.base.of(theta)
-        msg.base_names, msg.base_values = list(target.base.names), beta.tolist()
+        rank, condition = 0, math.nan
         if info is not None and samples:
             sv = np.linalg.eigvalsh(target.base.matrix @ info @ target.base.matrix.T)[::-1]
             rank = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
-            msg.rank = rank
-            msg.condition_number = float(np.sqrt(sv[0] / sv[rank - 1])) if rank else math.inf
-        else:
-            msg.rank, msg.condition_number = 0, math.nan
-        msg.residual_rms = residual
-        msg.sample_count = samples
-        msg.physically_consistent = bool(target.consistency(theta)["consistent"])
-        msg.divergence_to_prior = target.divergence(theta, target.prior)
-        msg.divergence_to_truth = (target.divergence(theta, self._truth) if self._truth is not None
-                                   else math.nan)
-        return msg
+            condition = float(np.sqrt(sv[0] / sv[rank - 1])) if rank else math.inf
+        result = estimate_result(target, theta, method=self.options.method, std=std, rank=rank,
+                                 condition_number=condition, residual_rms=residual, n_samples=samples,
+                                 solver=SolverStatus(solver=est.estimator), joint_names=self.joint_names)
+        truth = target.divergence(theta, self._truth) if self._truth is not None else math.nan
+        return to_estimate_msg(result, divergence_to_prior=target.divergence(theta, target.prior),
+                               divergence_to_truth=truth, stamp=self.get_clock().now().to_msg())
 
     def _publish(self) -> None:
         if self.estimator.samples:
