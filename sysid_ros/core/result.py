@@ -91,11 +91,6 @@ class ParameterSet:
                 start = i
         return out
 
-    def block(self, name: str) -> ParameterSet:
-        """The parameters of one body or joint."""
-        sl = self.blocks[name]
-        return ParameterSet(self.names[sl], self.values[sl], self.std[sl])
-
     def to_dict(self) -> dict[str, dict[str, float | None]]:
         """``{name: {"value": v, "std": s or None}}`` in order (JSON types)."""
         return {n: {"value": float(v), "std": _num(s)}

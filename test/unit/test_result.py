@@ -37,7 +37,7 @@ def test_parameter_set_round_trip_and_blocks():
     back = ParameterSet.from_dict(json.loads(json.dumps(ps.to_dict())))
     assert back == ps
     assert ps.blocks == {"link1": slice(0, 2), "joint1": slice(2, 4)}
-    assert ps.block("joint1").names == ("joint1.Fv", "joint1.Ia") and ps["link1.hx"] == 0.1
+    assert ps["link1.hx"] == 0.1
     assert np.isnan(ParameterSet.of(["a"], [1.0]).std).all()
     assert ParameterSet.from_dict({"a": 2.0})["a"] == 2.0
     with pytest.raises(SysIdError, match="as many names, values and std"):
