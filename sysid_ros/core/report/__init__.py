@@ -1,2 +1,3 @@
-"""Reporting: result files of an identification (``files``), payload scoring against a truth
-(``payload``), headless plots (``plotting``)."""
+"""Reporting: figures of merit defined once (``metrics``: torque errors, base-parameter errors,
+truth decoding, the evaluation of a result), result files of an identification (``files``),
+payload tables and plots of the demo (``payload``), headless plots (``plotting``)."""
