@@ -10,6 +10,9 @@
     sysid identify BAG_OR_CSV --model MODEL.xml --method M --out DIR [--json]
                    [--payload-only BODY] [--friction coulomb,viscous,offset] [--armature]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
+                   online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
+                   [--torque-noise NM] [--weighting fixed|adaptive] [--weight-memory S] [--cutoff HZ]
+                   [--sample-rate HZ] [--gap-periods N] [--window S] [--min-speed RAD_S]
 
 Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
 """
@@ -41,13 +44,8 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import arm_target, payload_target
 from sysid_ros.core.online import WEIGHTINGS
-from sysid_ros.core.online.replay import (
-    ONLINE_METHODS,
-    OnlineOptions,
-    plot_convergence,
-    replay,
-    write_trajectory,
-)
+from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
+from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.report.files import summary, write_outputs
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.sim.simulation import SensorModel
@@ -196,11 +194,8 @@ def _identify(args: argparse.Namespace) -> int:
     prep = prepare(ds, target, settings, min_speed=options.min_speed)
     online = None
     if args.method in ONLINE_METHODS:
-        online = replay(ds, target, OnlineOptions(method=args.method, alpha=args.alpha,
-                                                  forgetting=args.forgetting,
-                                                  torque_noise=args.torque_noise,
-                                                  weighting=args.weighting),
-                        truth=truth_parameters(ds.truth, target), progress=options.progress)
+        online = replay(ds, target, _online_options(args, ds.sample_rate),
+                        truth=truth_parameters(ds.truth, target), progress=options.progress).estimator
         result = online_result(prep, online)
     else:
         check_method(args.method)
@@ -223,6 +218,38 @@ def _identify(args: argparse.Namespace) -> int:
         for p in paths:
             print(f"wrote {p}")
     return 0
+
+
+def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
+    """The session options of ``identify --method rls|rls_logdet|momentum`` (the estimator node's
+    parameters of the same names); the sample rate is the data's unless given."""
+    values = {name: getattr(args, name) for name in OnlineOptions.names() if name != "method"}
+    if values["sample_rate"] is None:
+        values["sample_rate"] = data_rate
+    return OnlineOptions(method=args.method, **values)
+
+
+def _add_online_options(parser: argparse.ArgumentParser) -> None:
+    """One option per :class:`OnlineOptions` field (the estimator node's parameters), with its
+    default and units."""
+    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum)")
+    defaults = OnlineOptions()
+    metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
+               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S"}
+    for name in OnlineOptions.names():
+        if name == "method":  # shared with the batch methods
+            continue
+        default = getattr(defaults, name)
+        flag = "--" + name.replace("_", "-")
+        if name == "sample_rate":
+            group.add_argument(flag, type=float, default=None, metavar=metavar[name],
+                               help=f"{OPTION_HELP[name]} (default: the data's median rate)")
+        elif name == "weighting":
+            group.add_argument(flag, choices=WEIGHTINGS, default=default,
+                               help=f"{OPTION_HELP[name]} (default: {default})")
+        else:
+            group.add_argument(flag, type=type(default), default=default, metavar=metavar[name],
+                               help=f"{OPTION_HELP[name]} (default: {default:g})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,11 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
-    p.add_argument("--alpha", type=float, default=1.0, help="online: log-det regularisation strength")
-    p.add_argument("--forgetting", type=float, default=1.0, help="online: forgetting factor λ")
-    p.add_argument("--torque-noise", type=float, default=0.05, help="online: torque noise σ [N·m]")
-    p.add_argument("--weighting", choices=WEIGHTINGS, default="fixed",
-                   help="online: row weights 1/σ² (fixed) or estimated per row from the residuals (adaptive)")
+    _add_online_options(p)
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")
     p.add_argument("--no-plots", action="store_true")

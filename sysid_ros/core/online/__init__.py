@@ -6,7 +6,9 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 * :mod:`.rows` — regression rows per sample (force, momentum, conservation, filtered, nuisance);
 * :mod:`.rls`, :mod:`.rls_logdet` — the recursive estimators; :mod:`.row_weights` — residual weights;
 * :mod:`.estimator` — :class:`OnlineEstimator`, a row builder feeding an estimator, with diagnostics;
-* :mod:`.replay` — recorded data through an online estimator, sample by sample.
+* :mod:`.session` — :class:`OnlineSession`: stream checks, gaps, conditioning, rows and estimator in
+  one place, :class:`OnlineOptions` in, :class:`OnlineEstimate` out (the node and the CLI run it);
+* :mod:`.replay` — recorded data through a session, sample by sample.
 """
 
 from sysid_ros.core.online.conditioning import CausalConditioner, CausalFilter
@@ -22,8 +24,16 @@ from sysid_ros.core.online.rows import (
     RowFilter,
     separable_links,
 )
+from sysid_ros.core.online.session import (
+    ONLINE_METHODS,
+    OnlineEstimate,
+    OnlineOptions,
+    OnlineSession,
+    StreamEvent,
+)
 
 __all__ = [
+    "ONLINE_METHODS",
     "WEIGHTINGS",
     "CausalConditioner",
     "CausalFilter",
@@ -31,11 +41,15 @@ __all__ = [
     "ForceRows",
     "MomentumRows",
     "Nuisance",
+    "OnlineEstimate",
     "OnlineEstimator",
     "OnlineLog",
+    "OnlineOptions",
+    "OnlineSession",
     "RLSLogDet",
     "RecursiveLeastSquares",
     "ResidualWeights",
     "RowFilter",
+    "StreamEvent",
     "separable_links",
 ]

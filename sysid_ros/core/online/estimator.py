@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from sysid_ros.core.errors import DataError
+from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.rls import RecursiveLeastSquares
 from sysid_ros.core.online.rls_logdet import RLSLogDet
@@ -25,7 +25,6 @@ Weighting = Literal["fixed", "adaptive"]
 WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
 
 
-
 @dataclass
 class OnlineLog:
     """Estimates over time: ``t (K,)``, ``theta (K, p)``, ``divergence (K,)`` (NaN if no truth)."""
@@ -39,8 +38,10 @@ class OnlineLog:
 class OnlineEstimator:
     """A row builder feeding RLS or RLS log-det-div, with counters and timing.
 
-    ``push`` takes one conditioned sample; bad samples raise :class:`DataError` and leave the
-    estimate untouched. ``weight``: the rows' W from the sensors (scalar or per row);
+    ``push`` takes one conditioned sample, ``push_batch`` ``K`` of them. Rows the estimator
+    refuses (non-finite or implausible values, a failed step) leave the estimate as it was and
+    are counted in :attr:`rejected` (the last one's time and reason in :attr:`last_rejection`);
+    the other rows of a batch are still used. ``weight``: the rows' W from the sensors (scalar or per row);
     ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the
     residuals with ``weight_memory`` [s] of memory at ``sample_rate`` [Hz] rows, never above
     ``weight`` (:class:`~sysid_ros.core.online.row_weights.ResidualWeights`).
@@ -83,6 +84,10 @@ class OnlineEstimator:
         self.truth = truth
         self.log = OnlineLog()
         self.rejected = 0
+        self.last_rejection: tuple[float, str] | None = None
+        p = len(self.prior)
+        # RLS keeps P, not the information: Ω = λΩ + AᵀWA of the rows it was given
+        self._information = np.zeros((p, p)) if estimator == "rls" else None
         self.residual_sq = 0.0
         self.residual_n = 0
 
@@ -93,6 +98,11 @@ class OnlineEstimator:
     @property
     def samples(self) -> int:
         return self.core.samples
+
+    @property
+    def information(self) -> np.ndarray:
+        """``Ω (p, p)``: the data's information ``Σ λ^{k−i} A_iᵀ W_i A_i`` (the prior's term left out)."""
+        return self.core.omega if self._information is None else self._information
 
     def divergence(self, reference: np.ndarray) -> float:
         """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent)."""
@@ -118,11 +128,20 @@ class OnlineEstimator:
             return False
         a, y = rows
         residual = y - a @ self.core.theta
-        if self.row_weights is None:
-            self.core.update(a, y)
-        else:
-            self.core.update(*self.row_weights.whiten(a, y, self.core.theta))
+        fed = (a, y) if self.row_weights is None else self.row_weights.whiten(a, y, self.core.theta)
+        try:
+            self.core.update(*fed)
+        except (SysIdError, np.linalg.LinAlgError) as exc:
+            self.rejected += 1
+            self.last_rejection = (float(t), str(exc))
+            return False
+        if self.row_weights is not None:
             self.row_weights.observe(a, y, self.core.theta)
+        if self._information is not None:
+            a_w = np.atleast_2d(fed[0])
+            noise = np.broadcast_to(np.asarray(self.core.noise, dtype=float), (a_w.shape[0],))
+            self._information *= self.core.forgetting
+            self._information += a_w.T @ (a_w / noise[:, None] ** 2)
         self.residual_sq += float(residual @ residual)
         self.residual_n += residual.size
         if log:

@@ -1,0 +1,389 @@
+"""One online identification session: joint samples in, an estimate with diagnostics out.
+
+::
+
+    push(t, q, q̇, τ) ─► stream checks ─► causal conditioning ─► rows ─► estimator ─► snapshot()
+                        NaN, times that    CausalConditioner      Force/        RLS or RLS
+                        do not increase:   (one low-pass, one     Momentum      log-det-div
+                        counted; a gap:    delay; rows withheld   Rows
+                        filters restart    while it settles)
+
+The ``estimator`` node and ``sysid identify --method rls|rls_logdet|momentum`` both run an
+:class:`OnlineSession` with the same :class:`OnlineOptions`; the node adds only messages, queues
+and publication. Nothing here looks ahead: a sample is processed when it is pushed, and the
+estimate does not depend on how the stream is cut into batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
+from typing import Literal, get_args
+
+import numpy as np
+
+from sysid_ros.core.errors import DataError
+from sysid_ros.core.model.target import Target
+from sysid_ros.core.online.conditioning import CausalConditioner
+from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting
+
+__all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
+           "OnlineSession", "StreamEvent"]
+
+Method = Literal["rls", "rls_logdet", "momentum"]
+ONLINE_METHODS: tuple[str, ...] = get_args(Method)
+#: why a pushed sample did not reach the estimate: non-finite values, a time not after the
+#: previous sample's (stale, repeated or out of order), rows the estimator refused
+REJECTION_REASONS: tuple[str, ...] = ("nan", "stale", "update")
+
+#: one line per option, units included: the node's parameter descriptions and the CLI's help
+OPTION_HELP: dict[str, str] = {
+    "method": "rls (force rows, RLS) | rls_logdet (force rows, RLS log-det-div) | "
+              "momentum (generalised-momentum rows, RLS log-det-div; no accelerations)",
+    "alpha": "log-det regularisation strength (units of the weighted squared residuals)",
+    "forgetting": "forgetting factor λ in (0, 1] (0.98-0.995 to track changes)",
+    "torque_noise": "torque noise σ [N·m]: row weight 1/σ²",
+    "weighting": "row weights: 'fixed' (1/torque_noise²) or 'adaptive' (each row's error estimated "
+                 "online from its residuals, never above the fixed weight)",
+    "weight_memory": "adaptive weighting: memory of the row-error estimate [s]",
+    "cutoff": "causal low-pass cut-off on q, q̇, τ (and so q̈) [Hz]; at most 0.45 × sample_rate",
+    "sample_rate": "nominal sample rate of the stream [Hz]: filter design, gaps, row weights",
+    "gap_periods": "a step between samples longer than this many nominal periods is a gap: "
+                   "the filters and momentum windows restart after it",
+    "window": "momentum integration window [s]",
+    "min_speed": "force rows of joints slower than this [rad/s] are not used (Coulomb friction)",
+}
+
+
+@dataclass(frozen=True)
+class OnlineOptions:
+    """Everything that shapes an online estimate (the node's parameters, the CLI's options).
+
+    ``method``: ``rls`` (force rows, RLS), ``rls_logdet`` (force rows, RLS log-det-div),
+    ``momentum`` (generalised-momentum rows over ``window`` [s], RLS log-det-div); ``alpha``:
+    regularisation strength; ``forgetting`` λ; ``torque_noise`` [N·m]: the row weight
+    W = 1/σ²; ``weighting``: ``fixed`` (W from ``torque_noise``) or ``adaptive`` (each row's W
+    estimated online from its residuals over ``weight_memory`` [s], never above the fixed W);
+    ``cutoff`` [Hz]: the causal low-pass of every signal (at most 0.45 × ``sample_rate``);
+    ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``gap_periods``:
+    a step longer than this many nominal periods restarts the filters and windows; ``min_speed``
+    [rad/s]: force rows of slower joints are not used when the model has Coulomb friction (its
+    sign model fails near rest); ``history``: keep every estimate (:attr:`OnlineEstimator.log`,
+    for ``estimates.csv``; a node leaves it off). Invalid values raise :class:`DataError`.
+    """
+
+    method: Method = "rls_logdet"
+    alpha: float = 1.0
+    forgetting: float = 1.0
+    torque_noise: float = 0.05
+    weighting: Weighting = "fixed"
+    weight_memory: float = 1.0
+    cutoff: float = 50.0
+    sample_rate: float = 500.0
+    gap_periods: float = 3.0
+    window: float = 0.5
+    min_speed: float = 0.05
+    history: bool = False
+
+    def __post_init__(self) -> None:
+        if self.method not in ONLINE_METHODS:
+            raise DataError(f"method must be one of {list(ONLINE_METHODS)}, got {self.method!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise DataError(f"weighting must be one of {list(WEIGHTINGS)}, got {self.weighting!r}")
+        if not 0.0 < self.forgetting <= 1.0:
+            raise DataError(f"forgetting must be in (0, 1], got {self.forgetting}")
+        for name in ("alpha", "torque_noise", "weight_memory", "cutoff", "sample_rate", "window"):
+            if not getattr(self, name) > 0:  # NaN fails too
+                raise DataError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not self.gap_periods > 1.0:
+            raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
+        if not self.min_speed >= 0:
+            raise DataError(f"min_speed must be >= 0, got {self.min_speed}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The options a user sets (every field but ``history``)."""
+        return tuple(f.name for f in fields(cls) if f.name != "history")
+
+    @property
+    def estimator(self) -> str:
+        """``rls`` or ``rls_logdet``."""
+        return "rls" if self.method == "rls" else "rls_logdet"
+
+    @property
+    def regression(self) -> str:
+        """``force`` or ``momentum``."""
+        return "momentum" if self.method == "momentum" else "force"
+
+    @property
+    def effective_cutoff(self) -> float:
+        """[Hz] the low-pass actually designed: ``cutoff`` capped at 0.45 × ``sample_rate``."""
+        return min(self.cutoff, 0.45 * self.sample_rate)
+
+    @property
+    def max_step(self) -> float:
+        """[s] the longest step between samples that is not a gap."""
+        return self.gap_periods / self.sample_rate
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """What one push found: ``reason`` (``"nan"``, ``"stale"``, ``"update"``: samples rejected,
+    ``count`` of them; ``"gap"``: one gap, the filters restarted), ``t`` [s] the data time of the
+    (first) sample concerned, ``detail``: what was wrong, for a log line."""
+
+    reason: str
+    count: int
+    t: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class OnlineEstimate:
+    """The session's state at one moment (a copy: it does not change with later pushes).
+
+    ``time`` [s]: data time of the last sample folded into the estimate (NaN before any);
+    ``latest`` [s]: data time of the newest accepted sample (the difference is the conditioning
+    delay and the filters' settling). ``theta (p,)``/``std (p,)`` in the target's layout
+    (``names``); ``std``: from the covariance (RLS) or the data's information matrix Ω
+    (RLS log-det-div; the prior's term left out), NaN before the first update; ``beta (r,)``:
+    base parameters; ``rank``/``condition_number``: of the base parameters' information
+    ``B Ω Bᵀ`` (√ of its eigenvalue ratio; 0 and NaN before the first update). Counters:
+    ``received`` samples pushed, ``accepted`` after the stream checks, ``conditioned`` out of the
+    filters, ``updates`` of the estimator, ``gaps``; ``rejected``: samples that never reached the
+    estimate, by reason (:data:`REJECTION_REASONS` plus what the caller counted with
+    :meth:`OnlineSession.reject`). ``residual_rms`` [N·m for force rows]: of the a-priori
+    residuals; ``consistent``: every pseudo-inertia ≻ 0 (and joint terms ≥ 0); divergences: log-det
+    (Σ over bodies) to the prior and to the truth (NaN when none is known).
+    """
+
+    time: float
+    latest: float
+    method: str
+    target: str
+    names: tuple[str, ...]
+    theta: np.ndarray
+    std: np.ndarray
+    beta: np.ndarray
+    rank: int
+    condition_number: float
+    received: int
+    accepted: int
+    conditioned: int
+    updates: int
+    gaps: int
+    rejected: MappingProxyType
+    residual_rms: float
+    consistent: bool
+    divergence_to_prior: float
+    divergence_to_truth: float
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Every counter in one flat dict (``rejected_<reason>`` for the rejections)."""
+        return {"received": self.received, "accepted": self.accepted, "conditioned": self.conditioned,
+                "updates": self.updates, "gaps": self.gaps,
+                **{f"rejected_{k}": v for k, v in self.rejected.items()}}
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=float)
+    a.flags.writeable = False
+    return a
+
+
+class OnlineSession:
+    """A target's online estimate from a stream of joint samples.
+
+    ``push(t, q, dq, tau)``: one sample (``q``, ``dq``, ``tau`` of shape ``(n,)`` in the model's
+    joint order, ``dq`` ``None`` when not measured: differentiated); ``push_batch``: ``K``
+    consecutive samples (``(K,)``, ``(K, n)``), as a node's queue hands them over — the result
+    is the same however the stream is cut. Samples with a non-finite value and samples whose
+    time is not after the last accepted one are counted and left out; a step longer than
+    ``options.max_step`` is a gap: the filters and momentum windows restart after it (the
+    estimator keeps what it learnt). ``truth`` (optional, the target's layout) adds the
+    divergence to the truth to every estimate (and to :attr:`OnlineEstimator.log`).
+    """
+
+    def __init__(self, target: Target, options: OnlineOptions | None = None, *,
+                 truth: np.ndarray | None = None) -> None:
+        self.target = target
+        self.options = options if options is not None else OnlineOptions()
+        self.estimator = _make_estimator(target, self.options)
+        self.n = len(target.model.dof_joint_names)
+        self.truth = truth
+        self._conditioner = self._new_conditioner()
+        self._last_t = -math.inf  # newest accepted sample
+        self._time = math.nan  # newest sample folded into the estimate
+        self._counts = {"received": 0, "accepted": 0, "conditioned": 0, "gaps": 0}
+        self._rejected = dict.fromkeys(REJECTION_REASONS, 0)
+
+    # ---------------------------------------------------------------------------- inputs
+    @property
+    def truth(self) -> np.ndarray | None:
+        return self.estimator.truth
+
+    @truth.setter
+    def truth(self, value: np.ndarray | None) -> None:
+        if value is not None:
+            value = np.asarray(value, dtype=float)
+            if value.shape != (self.target.n_params,):
+                raise DataError(f"expected true parameters of shape ({self.target.n_params},), "
+                                f"got {value.shape}")
+        self.estimator.truth = value
+
+    @property
+    def settle(self) -> float:
+        """[s] rows wait this long after the start and after every gap (the filters' start-up)."""
+        return self._conditioner.settle
+
+    def push(self, t: float, q, dq, tau) -> tuple[StreamEvent, ...]:
+        """One sample; see :meth:`push_batch`."""
+        return self.push_batch(np.array([t], dtype=float), np.asarray(q, dtype=float)[None],
+                               None if dq is None else np.asarray(dq, dtype=float)[None],
+                               np.asarray(tau, dtype=float)[None])
+
+    def push_batch(self, t, q, dq, tau) -> tuple[StreamEvent, ...]:
+        """``K`` samples in time order: ``t (K,)`` [s], ``q, tau (K, n)``, ``dq (K, n)`` or
+        ``None``. Returns what was rejected or restarted (empty for a clean stream); arrays of
+        the wrong shape raise :class:`DataError` (a caller's mistake, not a bad sample)."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        k = t.size
+        q, tau = np.asarray(q, dtype=float), np.asarray(tau, dtype=float)
+        dq = None if dq is None else np.asarray(dq, dtype=float)
+        for name, arr in (("q", q), ("tau", tau), ("dq", dq)):
+            if arr is not None and arr.shape != (k, self.n):
+                raise DataError(f"expected {name} of shape ({k}, {self.n}) for {k} samples, got {arr.shape}")
+        if k == 0:
+            return ()
+        self._counts["received"] += k
+        events: list[StreamEvent] = []
+        finite = np.isfinite(t) & np.isfinite(q).all(axis=1) & np.isfinite(tau).all(axis=1)
+        if dq is not None:
+            finite &= np.isfinite(dq).all(axis=1)
+        # newest accepted time before each sample: a stale sample is never newer than it, so the
+        # running maximum over every finite sample is the running maximum over the accepted ones
+        before = np.maximum.accumulate(np.r_[self._last_t, np.where(finite, t, -np.inf)])[:-1]
+        fresh = finite & (t > before)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            events.append(self._count("nan", bad.size, float(t[bad[0]]), "non-finite time, q, q̇ or τ"))
+        stale = np.flatnonzero(finite & ~fresh)
+        if stale.size:
+            events.append(self._count("stale", stale.size, float(t[stale[0]]),
+                                      f"t={t[stale[0]]:.6f} s is not after t={before[stale[0]]:.6f} s"))
+        idx = np.flatnonzero(fresh)
+        if not idx.size:
+            return tuple(events)
+        self._counts["accepted"] += idx.size
+        times = t[idx]
+        previous = np.r_[self._last_t, times[:-1]]
+        gap = np.isfinite(previous) & (times - previous > self.options.max_step)
+        self._last_t = float(times[-1])
+        cuts = np.r_[0, np.flatnonzero(gap), idx.size]
+        for start, stop in itertools.pairwise(cuts):
+            if stop <= start:
+                continue
+            if gap[start]:  # differences across a gap would be wrong: restart filters and windows
+                self._counts["gaps"] += 1
+                events.append(StreamEvent("gap", 1, float(times[start]),
+                                          f"gap of {1e3 * (times[start] - previous[start]):.1f} ms"))
+                self._restart()
+            sel = idx[start:stop]
+            part_dq = None if dq is None else dq[sel]
+            events.extend(self._condition_and_update(t[sel], q[sel], part_dq, tau[sel]))
+        return tuple(events)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """:attr:`OnlineEstimate.counters` without computing an estimate (cheap, for log lines)."""
+        return {**self._counts, "updates": self.estimator.samples,
+                **{f"rejected_{k}": v for k, v in self._rejected.items()}}
+
+    def reject(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` samples the caller refused before pushing them (e.g. a node's message
+        naming other joints, or its full queue); they appear in :attr:`OnlineEstimate.rejected`."""
+        self._rejected[reason] = self._rejected.get(reason, 0) + int(count)
+
+    def _count(self, reason: str, count: int, t: float, detail: str) -> StreamEvent:
+        self._rejected[reason] += count
+        return StreamEvent(reason, count, t, detail)
+
+    def _new_conditioner(self) -> CausalConditioner:
+        """Causal filters for a fresh segment; rows wait until they have settled."""
+        return CausalConditioner(self.n, self.options.sample_rate, self.options.effective_cutoff,
+                                 settle="auto")
+
+    def _restart(self) -> None:
+        self._conditioner = self._new_conditioner()
+        self.estimator.rows.restart()
+
+    def _condition_and_update(self, t, q, dq, tau) -> list[StreamEvent]:
+        out = self._conditioner.push_batch(t, q, dq, tau)
+        if not len(out[0]):
+            return []
+        refused = self.estimator.rejected
+        self.estimator.push_batch(*out, log=self.options.history)
+        self._counts["conditioned"] += len(out[0])
+        self._time = float(out[0][-1])
+        refused = self.estimator.rejected - refused
+        if not refused:
+            return []
+        t_bad, why = self.estimator.last_rejection
+        return [self._count("update", refused, t_bad, why)]
+
+    # --------------------------------------------------------------------------- outputs
+    def snapshot(self) -> OnlineEstimate:
+        """The current estimate with its diagnostics."""
+        est, target = self.estimator, self.target
+        theta = est.theta.copy()
+        updates = est.samples
+        info = est.information
+        cov = getattr(est.core, "P", None)
+        if cov is not None:
+            std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        elif updates:
+            std = np.sqrt(np.maximum(np.diag(np.linalg.pinv(info)), 0.0))
+        else:
+            std = np.full_like(theta, np.nan)
+        rank, cond = 0, math.nan
+        if updates:
+            b = target.base.matrix
+            sv = np.linalg.eigvalsh(b @ info @ b.T)[::-1]
+            rank = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
+            cond = float(np.sqrt(sv[0] / sv[rank - 1])) if rank else math.inf
+        truth = est.truth
+        return OnlineEstimate(
+            time=self._time, latest=self._last_t if math.isfinite(self._last_t) else math.nan,
+            method=self.options.method,
+            target="arm" if target.kind == "arm" else target.model.body_name(target.body),
+            names=tuple(target.names), theta=_readonly(theta), std=_readonly(std),
+            beta=_readonly(target.base.of(theta)), rank=rank, condition_number=cond,
+            received=self._counts["received"], accepted=self._counts["accepted"],
+            conditioned=self._counts["conditioned"], updates=updates, gaps=self._counts["gaps"],
+            rejected=MappingProxyType(dict(self._rejected)), residual_rms=est.residual_rms,
+            consistent=bool(target.consistency(theta)["consistent"]),
+            divergence_to_prior=target.divergence(theta, est.prior),
+            divergence_to_truth=target.divergence(theta, truth) if truth is not None else math.nan)
+
+
+def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
+    """The estimator of ``options.method`` with row weights from the torque noise."""
+    sigma = max(options.torque_noise, 1e-9)
+    period = 1.0 / options.sample_rate
+    adaptive = dict(weighting=options.weighting, weight_memory=options.weight_memory,
+                    sample_rate=options.sample_rate)
+    if options.regression == "momentum":
+        # rows are torque integrals over up to one window: noise σ·√(window·h)
+        weight = 1.0 / (sigma**2 * options.window * period)
+        return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
+                               alpha=options.alpha, weight=weight, forgetting=options.forgetting,
+                               window=options.window, **adaptive)
+    return OnlineEstimator(target, regression="force", estimator=options.estimator,
+                           alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
+                           min_speed=options.min_speed, **adaptive)
