@@ -25,7 +25,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +34,14 @@ sys.path.insert(0, str(ROOT))
 
 from sysid_ros.hardware.bridge import Bridge  # noqa: E402
 from sysid_ros.hardware.bridge_config import load_bridge_config  # noqa: E402
-from sysid_ros.hardware.emulator import MotorEmulator  # noqa: E402
+from sysid_ros.hardware.emulated_bus import EmulatedBus, EmulatorOptions  # noqa: E402
+
+LOOP_THREAD, EMULATOR_THREAD = "damiao_bridge_loop", "damiao-emulator"
 
 
-def _thread_cpu(thread: threading.Thread) -> float:
-    """CPU time [s] a running thread has used (Linux per-thread clock)."""
+def _thread_cpu(name: str) -> float:
+    """CPU time [s] the running thread called ``name`` has used (Linux per-thread clock)."""
+    thread = next(t for t in threading.enumerate() if t.name == name)
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
@@ -111,20 +113,16 @@ def main() -> int:
               f"> 0.5 ms {int(np.count_nonzero(late > 5e-4))}, > 1 ms {int(np.count_nonzero(late > 1e-3))}")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
-    channel = f"bench-{uuid.uuid4().hex[:8]}"
-    config = load_bridge_config(ROOT / "config" / "yam_damiao.yaml", interface="virtual", channel=channel,
-                                rate=args.rate, max_missed_replies=1_000_000, command_timeout=5.0,
+    config = load_bridge_config(ROOT / "config" / "yam_damiao.yaml", rate=args.rate,
+                                max_missed_replies=1_000_000, command_timeout=5.0,
                                 motor_timeout=0.0)  # a host stall must not end the measurement
-    emulator = MotorEmulator(config.joints, channel=channel, interface="virtual", initial_pose="home",
-                             clock=args.clock, lockstep_period=config.period)
-    samples = [0]
-
-    def count(_sample) -> None:
-        samples[0] += 1
-
-    bridge = Bridge(config, on_sample=count, timing_window=10, keep_all_periods=True)
+    # the emulated bus the node builds with use_emulator (its bridge's time base stays the wall clock)
+    emulated = EmulatedBus(config.joints, period=config.period,
+                           options=EmulatorOptions(clock=args.clock, initial_pose="home"))
+    config = config.replace(interface="virtual", channel=emulated.channel)
+    bridge = Bridge(config, bus=emulated.bus, timing_window=10, keep_all_periods=True)
     stop = threading.Event()
-    emulator.start()
+    emulated.start()
     try:
         bridge.configure()
         bridge.activate()
@@ -143,18 +141,16 @@ def main() -> int:
         bridge.timing.reset()
         for m in bridge.motors:
             m.missed_total = m.late = 0
-        cpu = {name: _thread_cpu(thread) for name, thread in (("bridge", bridge._thread),
-                                                               ("emulator", emulator._thread))}
-        cycles_before = bridge._cycle
+        cpu = {name: _thread_cpu(name) for name in (LOOP_THREAD, EMULATOR_THREAD)}
+        cycles_before = bridge.cycles
         pauses = CollectorPauses()
         gc.callbacks.append(pauses)
         measured_from = time.monotonic()
         time.sleep(args.duration)  # a benchmark measures wall time; nothing to synchronise with
         elapsed = time.monotonic() - measured_from
         gc.callbacks.remove(pauses)
-        cycles = bridge._cycle - cycles_before
-        cpu = {name: (_thread_cpu(thread) - cpu[name]) / max(cycles, 1)
-               for name, thread in (("bridge", bridge._thread), ("emulator", emulator._thread))}
+        cycles = bridge.cycles - cycles_before
+        cpu = {name: (_thread_cpu(name) - used) / max(cycles, 1) for name, used in cpu.items()}
         summary = bridge.timing.summary(whole_run=True)
         status = bridge.status()
         stop.set()
@@ -162,7 +158,7 @@ def main() -> int:
     finally:
         stop.set()
         bridge.shutdown()
-        emulator.stop()
+        emulated.close()
     if summary is None:
         print("no cycles measured")
         return 1
@@ -177,8 +173,8 @@ def main() -> int:
           f"{int(np.count_nonzero(periods > 1.5 / args.rate))}")
     print(f"  cycle work      mean {1e6 * summary.work_mean:.1f} us   max {1e6 * summary.work_max:.1f} us "
           "(encode, send, wait for replies, decode, state)")
-    print(f"  CPU per cycle   bridge loop thread {1e6 * cpu['bridge']:.0f} us, emulator thread "
-          f"{1e6 * cpu['emulator']:.0f} us (one GIL: both share a core)")
+    print(f"  CPU per cycle   bridge loop thread {1e6 * cpu[LOOP_THREAD]:.0f} us, emulator thread "
+          f"{1e6 * cpu[EMULATOR_THREAD]:.0f} us (one GIL: both share a core)")
     print(f"  GC passes       {pauses.as_text()}")
     print(f"  overruns        {summary.overruns} (work longer than a period)   "
           f"missed cycles {summary.missed}")

@@ -3,57 +3,53 @@
     ros2 launch sysid_ros hardware_identify.launch.py                       # real motors (config's bus)
     ros2 launch sysid_ros hardware_identify.launch.py use_emulator:=true    # no hardware
     ros2 launch sysid_ros hardware_identify.launch.py config:=my_arm_damiao.yaml record:=false
-    ros2 launch sysid_ros hardware_identify.launch.py use_emulator:=true \
+    ros2 launch sysid_ros hardware_identify.launch.py use_emulator:=true \\
         payload:="body=link_6,mass=0.8,com=0.02,-0.01,0.06" target:=link_6 prior:=uninformative
 
 The graph: trajectory_publisher → /motor_command → damiao_bridge → CAN → motors → damiao_bridge →
 /joint_states → estimator → /estimator/estimate; the recorder writes a rosbag2 bag of the run
-(`ros2 bag record /joint_states /motor_command` does the same on a full ROS install).
+(`ros2 bag record /joint_states /motor_command` does the same on a full ROS install). The nodes
+use relative topic names; the remappings below name the graph's topics.
 
-``use_emulator:=true`` swaps in emulated motors (MuJoCo-driven, see ``damiao_emulator``):
-
-* default: the bridge starts the emulator **in its own process** on a python-can ``virtual``
-  channel (``virtual`` connects buses inside one process only) — works anywhere, no CAN device;
-* ``emulator_node:=true``: the ``damiao_emulator`` node runs as its own process on a bus both
-  processes can reach, ``can_interface``/``can_channel`` (default ``socketcan``/``vcan0``: create
-  it with ``sudo ip link add dev vcan0 type vcan && sudo ip link set up vcan0``).
+One bridge node either way: ``use_emulator:=true`` makes it build an emulated bus in its own
+process (motors emulated from the firmware's behaviour, shafts driven by MuJoCo, on a private
+python-can ``virtual`` channel; parameters ``emulator.*`` of the config file, ``payload`` here)
+instead of opening the config's bus. For emulated motors in another process on a shared bus
+(``vcan0``), run ``ros2 run sysid_ros damiao_emulator --ros-args --params-file
+config/yam_damiao.yaml`` next to this launch with ``channel:=vcan0``.
 
 The bridge is a lifecycle node; ``autostart:=true`` (default) configures and activates it at
 start, ``autostart:=false`` leaves that to ``ros2 lifecycle set /damiao_bridge configure`` and
 ``activate`` (motors are enabled on activate, disabled on deactivate, shutdown and Ctrl-C).
 """
 
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
+from launch.launch_context import LaunchContext
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
+
+#: relative topic names of the nodes → the graph's topics
+TOPICS = [("joint_states", "/joint_states"), ("motor_command", "/motor_command"),
+          ("diagnostics", "/diagnostics"), ("sim/true_parameters", "/sim/true_parameters")]
 
 
 def _config(name: str) -> PathJoinSubstitution:
     return PathJoinSubstitution([FindPackageShare("sysid_ros"), "config", name])
 
 
-def _all(*conditions) -> IfCondition:
-    """True when every ``(launch argument, expected 'true'/'false')`` pair holds."""
-    terms = []
-    for arg, value in conditions:
-        terms += ["'", LaunchConfiguration(arg), f"'.lower() == '{value}'", " and "]
-    return IfCondition(PythonExpression(terms[:-1]))
-
-
 def generate_launch_description() -> LaunchDescription:
     args = [DeclareLaunchArgument(name, default_value=default, description=description)
             for name, default, description in (
-                ("config", _config("yam_damiao.yaml"), "bridge parameters: bus, loop, fail-safe, joints"),
-                ("use_emulator", "false", "true: emulated motors instead of the real ones"),
-                ("emulator_node", "false", "with use_emulator: the damiao_emulator node on can_interface/"
-                                           "can_channel instead of the bridge's in-process emulator"),
-                ("can_interface", "socketcan", "python-can interface shared by bridge and emulator node"),
-                ("can_channel", "vcan0", "python-can channel shared by bridge and emulator node"),
-                ("emulator_config", _config("yam_damiao_emulator.yaml"), "damiao_emulator parameters"),
+                ("config", _config("yam_damiao.yaml"), "bridge parameters: bus, loop, fail-safe, joints, "
+                                                       "emulator"),
+                ("use_emulator", "false", "true: emulated motors in the bridge's process instead of the "
+                                          "config's bus (no hardware)"),
+                ("channel", "", "python-can channel overriding the config's ('' = the config's), e.g. "
+                                "vcan0 shared with a damiao_emulator node"),
                 ("payload", "", "emulated payload 'body=link_6,mass=1.0,com=0,0,0.05' ('' = none)"),
                 ("autostart", "true", "configure and activate the bridge at start"),
                 ("rate", "700.0", "[Hz] bridge loop = joint-state rate = estimator sample rate"),
@@ -73,43 +69,33 @@ def generate_launch_description() -> LaunchDescription:
                 ("recorder_config", _config("recorder.yaml"), "recorder parameters (topics, storage)"),
                 ("bag", "", "bag directory ('' = sysid_bags/run_<time>)"),
             )]
-    model = {"model_path": LaunchConfiguration("model_path")}
-    common = dict(package="sysid_ros", output="screen", emulate_tty=True)
-    bridge_base = [LaunchConfiguration("config"), {"autostart": LaunchConfiguration("autostart"),
-                                                   "rate": LaunchConfiguration("rate")}]
+    arg = LaunchConfiguration
+    model = {"model_path": arg("model_path")}
+    common = dict(package="sysid_ros", output="screen", emulate_tty=True, remappings=TOPICS)
+
+    def bridge(context: LaunchContext) -> list[Node]:
+        """The one bridge node: the config file, then the arguments (``channel`` only if given)."""
+        overrides = {"autostart": arg("autostart"), "rate": arg("rate"), "use_emulator": arg("use_emulator"),
+                     "emulator.model_path": arg("model_path"), "emulator.payload": arg("payload")}
+        if arg("channel").perform(context):
+            overrides["channel"] = arg("channel")
+        return [Node(executable="damiao_bridge", name="damiao_bridge", parameters=[arg("config"), overrides],
+                     **common)]
+
     nodes = [
-        # real motors: the bus of the config file
-        Node(executable="damiao_bridge", name="damiao_bridge", parameters=bridge_base,
-             condition=_all(("use_emulator", "false")), **common),
-        # emulated motors inside the bridge's process, on a virtual channel
-        Node(executable="damiao_bridge", name="damiao_bridge",
-             parameters=[*bridge_base, model, {"interface": "virtual", "emulator": True,
-                                               "emulator_payload": LaunchConfiguration("payload")}],
-             condition=_all(("use_emulator", "true"), ("emulator_node", "false")), **common),
-        # emulated motors as their own node on a bus shared by both processes
-        Node(executable="damiao_bridge", name="damiao_bridge",
-             parameters=[*bridge_base, {"interface": LaunchConfiguration("can_interface"),
-                                        "channel": LaunchConfiguration("can_channel"), "emulator": False}],
-             condition=_all(("use_emulator", "true"), ("emulator_node", "true")), **common),
-        Node(executable="damiao_emulator", name="damiao_emulator",
-             parameters=[LaunchConfiguration("emulator_config"), model,
-                         {"interface": LaunchConfiguration("can_interface"),
-                          "channel": LaunchConfiguration("can_channel"),
-                          "payload": LaunchConfiguration("payload")}],
-             condition=_all(("use_emulator", "true"), ("emulator_node", "true")), **common),
+        OpaqueFunction(function=bridge),
         Node(executable="trajectory_publisher", name="trajectory_publisher",
-             parameters=[LaunchConfiguration("trajectory_config"), model,
-                         {"excitation_time": LaunchConfiguration("excitation_time"),
-                          "coefficients_file": LaunchConfiguration("coefficients_file")}],
-             condition=IfCondition(LaunchConfiguration("trajectory")), **common),
+             parameters=[arg("trajectory_config"), model,
+                         {"excitation_time": arg("excitation_time"),
+                          "coefficients_file": arg("coefficients_file")}],
+             condition=IfCondition(arg("trajectory")), **common),
         # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
         Node(executable="estimator", name="estimator",
-             parameters=[LaunchConfiguration("estimator_config"), model,
-                         {"sample_rate": LaunchConfiguration("rate"), "target": LaunchConfiguration("target"),
-                          "method": LaunchConfiguration("method"), "prior": LaunchConfiguration("prior"),
-                          "reliable_input": True}], **common),
+             parameters=[arg("estimator_config"), model,
+                         {"sample_rate": arg("rate"), "target": arg("target"), "method": arg("method"),
+                          "prior": arg("prior"), "reliable_input": True}], **common),
         Node(executable="recorder", name="recorder",
-             parameters=[LaunchConfiguration("recorder_config"), {"output": LaunchConfiguration("bag")}],
-             condition=IfCondition(LaunchConfiguration("record")), **common),
+             parameters=[arg("recorder_config"), {"output": arg("bag")}],
+             condition=IfCondition(arg("record")), **common),
     ]
     return LaunchDescription([*args, *nodes])

@@ -1,14 +1,21 @@
-"""Damiao DM-J motors on CAN: the protocol codec and the transports around python-can.
+"""Damiao DM-J motors on CAN: the protocol, the bridge's hot path and the transports around python-can.
 
 * :mod:`.codec` — pure encoders/decoders of every frame (MIT, other modes, special commands,
-  feedback, registers), the per-model limit table, no I/O;
+  feedback, registers); :class:`.codec.MitCodec` is the one MIT command/feedback codec;
+* :mod:`.motor_frames` — joint-space targets ⇄ CAN payloads (clamping, joint map, unwrapping,
+  codec): what the bridge runs every cycle, pure;
+* :mod:`.wiring`, :mod:`.bridge_config` — the joints' wiring and the bridge's parameters;
+* :mod:`.safety` — command parsing, the command watchdog, trips, bus-error explanations;
+* :mod:`.bridge` (with :mod:`.bridge_replay`, :mod:`.bridge_timing`, :mod:`.transport`) — the
+  bridge without ROS: handshake, enable/disable with confirmation, the control loop;
 * :mod:`.usb2can` — Damiao's DM-USBCU1 USB-serial adapter as a python-can interface
   ``can.Bus(interface="damiao_usb", channel="/dev/ttyACM0")``, registered when this package is
   imported (:func:`.usb2can.register`);
 * :mod:`.emulator` — emulated motors speaking the protocol on a python-can bus, shafts driven by
-  MuJoCo, with fault injection (no ROS).
+  MuJoCo, with fault injection; :mod:`.emulated_bus` hands them to a host as a bus (no ROS).
 
-Protocol reference: ``docs/damiao-protocol.md``.
+Facts about the motors (limits, gear, torque constant) come from one table,
+:mod:`sysid_ros.core.model.motors`.
 """
 
 from __future__ import annotations

@@ -17,11 +17,13 @@ Life cycle (mirrors the ROS lifecycle node that wraps it)::
 * ``deactivate`` / ``cleanup`` / ``shutdown`` (and any exception in the loop, and ``atexit``):
   disable every motor and confirm (state ≠ 1 in each reply, a few retries).
 
-Each cycle of the loop sends one MIT frame per motor and collects the replies until
-``reply_deadline × period``. Faults trip the bridge (one :class:`~.safety.Trip`): the disable
-frames go out in the same cycle the fault is seen, the trip is reported once, then the motors are
-only polled (refresh frames at ``diagnostics_rate``) so the joint states and temperatures keep
-coming; after a bus error nothing more is sent. A trip is cleared by deactivate + activate.
+Each cycle of the loop turns the latest joint targets into one MIT frame per motor
+(:class:`~.motor_frames.MotorFrames`: clamping, joint map, unwrapping, codec), sends them and
+collects the replies until ``reply_deadline × period``. Faults trip the bridge (one
+:class:`~.safety.Trip`): the disable frames go out in the same cycle the fault is seen, the trip
+is reported once, then the motors are only polled (refresh frames at ``diagnostics_rate``) so the
+joint states and temperatures keep coming; after a bus error nothing more is sent. A trip is
+cleared by deactivate + activate.
 
 Time base: ``"wall"`` (hardware) stamps each cycle with the wall clock and plays a replay file by
 the monotonic clock; ``"rounds"`` counts MIT rounds × period instead — for an emulator in lockstep,
@@ -60,7 +62,6 @@ from sysid_ros.hardware.codec import (
     CodecError,
     CtrlMode,
     Feedback,
-    MitCodec,
     MitLimits,
     MotorState,
     Register,
@@ -75,7 +76,7 @@ from sysid_ros.hardware.codec import (
     special_frame,
     write_register_frame,
 )
-from sysid_ros.hardware.joint_map import JointMap, PositionUnwrapper, resolve_turns
+from sysid_ros.hardware.motor_frames import MotorFrames, Reading
 from sysid_ros.hardware.safety import (
     CommandError,
     CommandLimits,
@@ -102,10 +103,6 @@ LOCKSTEP_REPLY_TIMEOUT = 0.05  # [s] reply deadline with timebase "rounds" (a lo
 _STATES = {int(s): s for s in MotorState}
 _ENABLED = int(MotorState.ENABLED)
 _NAN = math.nan
-
-#: One motor's reply in the control loop: (state code, position [rad], velocity [rad/s], torque
-#: [N·m], t_mos [°C], t_rotor [°C]) in motor space, as :meth:`MitCodec.decode_feedback` gives it.
-Reading = tuple[int, float, float, float, int, int]
 
 
 class BridgeError(SysIdError):
@@ -187,7 +184,6 @@ class Bridge:
         joints = config.joints
         self.n = len(joints)
         self.names = config.names
-        self.map = JointMap(joints)
         self.limits = CommandLimits.from_joints(joints)
         self.motors = [MotorStatus(j.name, j.motor, j.can_id, j.master_id) for j in joints]
         self._by_master = {j.master_id: i for i, j in enumerate(joints)}
@@ -209,20 +205,12 @@ class Bridge:
         self._replay: ReplaySource | None = None
         self._replay_start = 0.0
         self._replay_reported = False
-        self._unwrap: PositionUnwrapper | None = None
-        self._position = [_NAN] * self.n   # last joint-space readings (Python floats: hot path)
-        self._velocity = [_NAN] * self.n
-        self._effort = [_NAN] * self.n
+        self.frames: MotorFrames | None = None  # the hot path, at the registers' limits (configure)
         self._cycle = 0
         self._bus_dead = False
         self._atexit = False
         self._disabled = False  # every motor confirmed disabled since the last enable
-        self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor (tests)
-        self._mit_limits: list[MitLimits] = []   # per motor, from its registers (configure)
-        self._codecs: list[MitCodec] = []        # per motor, MIT frames at those limits
-        # per joint (constants of the hot path, Python floats): lower, upper, velocity limit,
-        # torque limit, default kd, d·G, offset, d, G, G², codec — see _encode / _store_state
-        self._joint_consts: list[tuple] = []
+        self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor
         self._epoch = 0.0                         # wall time of activation [s]
         self._rounds = 0                          # MIT rounds sent since activation
 
@@ -247,24 +235,11 @@ class Bridge:
             self.transport.close()
             self.transport = None
             raise
-        self._use_limits([m.limits for m in self.motors])
+        self.frames = MotorFrames(self.config.joints, [m.limits for m in self.motors])
         self.phase = "configured"
         motors = ", ".join(f"{m.joint} {m.motor} 0x{m.can_id:02X}" for m in self.motors)
         self.log.info("configured %d motors on %s:%s (%s)", self.n, self.config.interface,
                       self.config.channel, motors)
-
-    def _use_limits(self, limits: Sequence[MitLimits]) -> None:
-        """Per-motor MIT limits (from the registers) and the control loop's constants derived
-        from them and the configuration (codecs, joint limits, mapping, a fresh unwrapper)."""
-        self._mit_limits = list(limits)
-        self._codecs = [MitCodec(lim) for lim in self._mit_limits]
-        lim, jm = self.limits, self.map
-        self._joint_consts = [
-            (float(lim.lower[i]), float(lim.upper[i]), float(lim.velocity[i]), float(lim.torque[i]),
-             float(lim.kd_default[i]), float(jm.direction[i] * jm.gear[i]), float(jm.offset[i]),
-             float(jm.direction[i]), float(jm.gear[i]), float(jm.gear[i] ** 2), self._codecs[i])
-            for i in range(self.n)]
-        self._unwrap = PositionUnwrapper([x.pmax for x in self._mit_limits])
 
     def activate(self) -> None:
         """Check the pose, enable every motor (confirmed) and start the control loop."""
@@ -272,7 +247,6 @@ class Bridge:
             raise BridgeError(f"activate() needs a configured bridge, it is {self.phase}")
         self.trip = None
         self._bus_dead = False
-        self._unwrap.reset()
         replies = self._poll_all()
         missing = [self.names[i] for i in range(self.n) if replies[i] is None]
         if missing:
@@ -289,16 +263,11 @@ class Bridge:
                      if replies[i] is None or replies[i].state.is_fault]
             if still:
                 raise BridgeError(f"motors stay in a fault state after clear-error: {still}")
-        raw = np.array([r.position for r in replies])
-        self._unwrap.update(raw)
-        turns = resolve_turns(self.map, raw, self.limits.lower, self.limits.upper,
-                              margin=self.config.startup_limit_margin)
+        turns = self.frames.start([_reading(r) for r in replies], margin=self.config.startup_limit_margin)
         if np.any(turns):
             self.log.warning("motor positions shifted by whole turns to fit the joint limits: %s",
                              {self.names[i]: int(k) for i, k in enumerate(turns) if k})
-        self._unwrap.add_turns(turns)
-        self._store_state([_reading(r) for r in replies])
-        start = np.array(self._position)
+        start = np.array(self.frames.position)
         hold = JointTargets.hold(np.clip(start, self.limits.lower, self.limits.upper),
                                  self.limits.kp_default, self.limits.kd_default)
         if self.config.replay_file:
@@ -401,6 +370,16 @@ class Bridge:
         """The MIT payload sent to a joint's motor in the latest cycle."""
         return self._last_frames[joint]
 
+    @property
+    def cycles(self) -> int:
+        """Control cycles run since the bridge was made (joint states published)."""
+        return self._cycle
+
+    @property
+    def replay(self) -> ReplaySource | None:
+        """The trajectory file being replayed (its ramp, duration and targets over time), if any."""
+        return self._replay
+
     # ------------------------------------------------------------------------- bus helpers
     def _send(self, arbitration_id: int, data: bytes) -> None:
         if self.transport is None:
@@ -451,8 +430,8 @@ class Bridge:
     def _read(self, i: int, data: bytes) -> Reading | None:
         """The control loop's :meth:`_decode`: motor ``i``'s reply as a :data:`Reading` (status
         updated), ``None`` for a bad frame (counted; the reference decoder says why)."""
-        r = self._codecs[i].decode_feedback(data)
-        if r is None:  # exactly the frames decode_feedback refuses (property-tested)
+        r = self.frames.read(i, data)
+        if r is None:  # not a feedback frame
             self._decode(i, data)  # counts the bad frame and logs why
             return None
         m = self.motors[i]
@@ -620,7 +599,7 @@ class Bridge:
         with self._lock:
             mode = self.watchdog.mode(now)
             if mode == WatchdogMode.HOLD and self._mode != WatchdogMode.HOLD:
-                measured = np.array(self._position)
+                measured = np.array(self.frames.position)
                 pose = np.where(np.isfinite(measured), measured, self._commanded.position)
                 self._hold = JointTargets.hold(pose, self.limits.kp_default, self.limits.kd_default)
                 self.log.warning("no MotorCommand for %.3f s: holding the measured pose with damping",
@@ -641,7 +620,7 @@ class Bridge:
                             f"no MotorCommand for {self.watchdog.silence(start):.2f} s (command_timeout "
                             f"{cfg.command_timeout} s + hold_timeout {cfg.hold_timeout} s)"))
             return
-        frames, clamped = self._encode(targets)
+        frames, clamped = self.frames.encode(targets)
         if clamped:
             with self._lock:
                 self.counters["clamped"] += 1
@@ -661,43 +640,13 @@ class Bridge:
             self._trip(Trip(TripKind.BUS_ERROR, "", str(exc)))
             return
         self._last_frames = frames
-        self._store_state(replies)
+        self.frames.update(replies)
         self._cycle += 1
         if self.on_sample is not None:
             self.on_sample(self._sample(stamp, replies))
         trip = self._check_faults(replies)
         if trip is not None:
             self._trip(trip)
-
-    def _encode(self, t: JointTargets) -> tuple[list[bytes], bool]:
-        """MIT payloads of joint-space targets and whether any field was clamped: per joint, the
-        rules of :func:`~.safety.clamp_targets` (joint limits, ±velocity/torque limits, gains ≥ 0,
-        default kd for kp > 0 with kd = 0), mapped to motor space (direction, offset, gear — the
-        same arithmetic as :class:`~.joint_map.JointMap`), into the motor's reported frame
-        (unwrapping offset), clamped to its MIT ranges and encoded (:class:`~.codec.MitCodec`,
-        which clamps each field to ±pmax, ±vmax, ±tmax, [0, kp_max], [0, kd_max]).
-
-        Plain floats per joint rather than numpy: on 6-element vectors every numpy call costs
-        more than the arithmetic (the loop's budget is a fraction of a millisecond)."""
-        qs, dqs, taus, kps, kds = (t.position.tolist(), t.velocity.tolist(), t.effort.tolist(),
-                                   t.kp.tolist(), t.kd.tolist())
-        reported = self._unwrap.reported_one
-        frames = []
-        clamped = False
-        for i, (lo, hi, vl, tl, kd0, dg, o, d, g, g2, codec) in enumerate(self._joint_consts):
-            q, dq, tau, kp, kd = qs[i], dqs[i], taus[i], kps[i], kds[i]
-            qc = lo if q < lo else hi if q > hi else q
-            dqc = -vl if dq < -vl else vl if dq > vl else dq
-            tauc = -tl if tau < -tl else tl if tau > tl else tau
-            kpc = kp if kp > 0.0 else 0.0
-            kdc = kd if kd > 0.0 else 0.0
-            if kpc > 0.0 and kdc <= 0.0:  # a spring without damping would oscillate
-                kdc = kd0
-            if qc != q or dqc != dq or tauc != tau or kpc != kp or kdc != kd:
-                clamped = True
-            frames.append(codec.encode_command(reported(i, dg * (qc - o)), dg * dqc, kpc / g2, kdc / g2,
-                                               d * tauc / g))
-        return frames, clamped
 
     def _drain_late(self) -> list[Reading | None]:
         """Frames that arrived after the previous cycle's deadline: counted as late (they did not
@@ -746,26 +695,11 @@ class Bridge:
                 m.missed_consecutive = 0
         return got
 
-    def _store_state(self, replies: Sequence[Reading | None]) -> None:
-        """Joint-space position, velocity and effort from this cycle's readings (unwrapped,
-        mapped back with the same arithmetic as :meth:`~.joint_map.JointMap.to_joint`); a motor
-        without a reply keeps its last position and gets NaN velocity and effort."""
-        unwrap = self._unwrap.update_one
-        position, velocity, effort = self._position, [_NAN] * self.n, [_NAN] * self.n
-        for i, (*_, dg, o, d, g, _g2, _codec) in enumerate(self._joint_consts):
-            r = replies[i]
-            if r is None:
-                continue
-            position[i] = d * unwrap(i, r[1]) / g + o
-            velocity[i] = d * r[2] / g
-            effort[i] = dg * r[3]
-        self._velocity, self._effort = velocity, effort
-
     def _sample(self, stamp: float, replies: Sequence[Reading | None]) -> JointSample:
         fresh = [r is not None for r in replies]
-        position = [q if f else _NAN for q, f in zip(self._position, fresh, strict=True)]
-        return JointSample(stamp, self._cycle, np.array(position), np.array(self._velocity),
-                           np.array(self._effort), np.array(fresh))
+        position = [q if f else _NAN for q, f in zip(self.frames.position, fresh, strict=True)]
+        return JointSample(stamp, self._cycle, np.array(position), np.array(self.frames.velocity),
+                           np.array(self.frames.effort), np.array(fresh))
 
     def _check_faults(self, replies: Sequence[Reading | None], *, missed: bool = True) -> Trip | None:
         for i, r in enumerate(replies):
@@ -816,7 +750,7 @@ class Bridge:
             self.log.error("polling the disabled motors failed, stopping all bus traffic: %s", exc)
             return
         readings = [None if r is None else _reading(r) for r in replies]
-        self._store_state(readings)
+        self.frames.update(readings)
         self._cycle += 1
         if self.on_sample is not None:
             self.on_sample(self._sample(stamp, readings))

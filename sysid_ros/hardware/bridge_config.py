@@ -1,11 +1,10 @@
 """Configuration of the Damiao bridge: the CAN bus, the control loop, the fail-safe timeouts and the
 joints, loaded from the same ROS parameters file the node reads (``config/yam_damiao.yaml``).
 
-ROS parameters cannot hold lists of dictionaries, so the joints are **parallel arrays** under the
-``joints.`` prefix (``joints.names``, ``joints.motors``, ``joints.can_ids`` ...): entry ``i`` of
-every array belongs to joint ``i``. :func:`load_bridge_config` reads the YAML file without ROS
-(tests, the emulator, the benchmark); the node builds the same :class:`BridgeConfig` from its
-declared parameters with :meth:`BridgeConfig.from_parameters`.
+The joints are parallel arrays under ``joints.`` (:mod:`sysid_ros.hardware.wiring`): the wiring
+(names, motors, CAN IDs, direction, offset, gear) and the bridge's limits and gains.
+:func:`load_bridge_config` reads the YAML file without ROS (tests, the benchmark); the node builds
+the same :class:`BridgeConfig` from its declared parameters with :meth:`BridgeConfig.from_parameters`.
 
 Units: positions [rad], velocities [rad/s], torques [N·m], gains kp [N·m/rad] and kd
 [N·m·s/rad], all in **joint space**; times [s]; rates [Hz]; bit rates [bit/s].
@@ -21,18 +20,21 @@ from typing import Any
 
 import yaml
 
-from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.motors import DAMIAO_MOTORS
-from sysid_ros.hardware.wiring import MotorWiring
+from sysid_ros.hardware.wiring import (
+    KIND_TEXT,
+    WIRING_PARAMETERS,
+    ConfigError,
+    JointParameter,
+    MotorWiring,
+    convert,
+    joint_rows,
+)
 
 __all__ = ["BUS_PARAMETERS", "JOINT_PARAMETERS", "BridgeConfig", "ConfigError", "JointConfig",
-           "load_bridge_config"]
+           "load_bridge_config", "load_parameters"]
 
 NODE_NAME = "damiao_bridge"
-
-
-class ConfigError(SysIdError):
-    """The bridge configuration is incomplete or inconsistent."""
 
 
 #: ``(parameter name, default, description)`` of every scalar parameter of the bridge.
@@ -52,48 +54,46 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("startup_limit_margin", 0.05, "[rad] tolerance of the start-up joint-limit check"),
     ("diagnostics_rate", 5.0, "DiagnosticArray rate [Hz]"),
     ("autostart", False, "configure and activate at start (no lifecycle CLI needed)"),
-    ("replay_file", "", "exported trajectory file to play instead of listening to /motor_command"),
+    ("replay_file", "", "exported trajectory file to play instead of listening to motor_command"),
     ("replay_ramp_time", 3.0, "[s] ramp from the measured pose to the file's first sample"),
-    ("emulator", False, "start an in-process motor emulator on the virtual channel (no hardware)"),
-    ("model_path", "", "MJCF driven by the emulator ('' = the package's default robot)"),
-    ("emulator_initial_pose", "home", "emulator start pose: a keyframe name of the MJCF or ''"),
-    ("emulator_payload", "", "emulated payload 'body=NAME,mass=KG,com=X,Y,Z[,inertia=...]' or ''"),
-    ("emulator_clock", "lockstep", "emulator physics: 'lockstep' (one control period per command round) "
-                                   "or 'realtime' (wall clock)"),
 )
 
-#: ``(suffix under "joints.", type, description)`` of the per-joint parallel arrays.
-JOINT_PARAMETERS: tuple[tuple[str, type, str], ...] = (
-    ("names", str, "joint names (as in the MJCF and on /joint_states)"),
-    ("motors", str, "Damiao model per joint (DM4340, DM4310, ...)"),
-    ("can_ids", int, "motor CAN ID (ESC_ID, register 8)"),
-    ("master_ids", int, "feedback ID (MST_ID, register 7), convention can_id + 0x10"),
-    ("directions", int, "+1 or -1: sign between motor and joint"),
-    ("position_offsets", float, "[rad] joint position at motor position 0"),
-    ("gear_ratios", float, "motor shaft turns per joint turn (1 = direct drive)"),
-    ("position_min", float, "[rad] lower joint limit"),
-    ("position_max", float, "[rad] upper joint limit"),
-    ("velocity_limits", float, "[rad/s] joint speed limit"),
-    ("torque_limits", float, "[N·m] joint torque limit (feed-forward clamp)"),
-    ("kp", float, "[N·m/rad] default stiffness (commands without kp, hold)"),
-    ("kd", float, "[N·m·s/rad] default damping (commands without kd, hold)"),
+#: The per-joint parallel arrays: the wiring, then the bridge's limits and gains (joint space);
+#: velocity and torque limits default to the motor's VMAX and TMAX through the gear ratio.
+JOINT_PARAMETERS: tuple[JointParameter, ...] = (
+    *WIRING_PARAMETERS,
+    JointParameter("position_min", "position_min", float, "[rad] lower joint limit"),
+    JointParameter("position_max", "position_max", float, "[rad] upper joint limit"),
+    JointParameter("velocity_limits", "velocity_limit", float,
+                   "[rad/s] joint speed limit (default: the motor's VMAX / gear ratio)", True),
+    JointParameter("torque_limits", "torque_limit", float,
+                   "[N·m] joint torque limit, the feed-forward clamp (default: the motor's TMAX × gear "
+                   "ratio)", True),
+    JointParameter("kp", "kp", float, "[N·m/rad] default stiffness (commands without kp, hold)", True),
+    JointParameter("kd", "kd", float, "[N·m·s/rad] default damping (commands without kd, hold)", True),
 )
+
+#: Parameters of the node that are not the bridge's: ``use_emulator`` and the ``emulator.*``
+#: group (:mod:`sysid_ros.hardware.emulated_bus`); :meth:`BridgeConfig.from_parameters` skips them.
+NODE_ONLY_PARAMETERS = ("use_emulator", "emulator.")
 
 
 @dataclass(frozen=True)
 class JointConfig(MotorWiring):
-    """One joint and its motor (the wiring), with limits and gains in joint space."""
+    """One joint and its motor (the wiring), with limits and gains in joint space. Velocity and
+    torque limits left at ``None`` are the motor's VMAX / gear ratio and TMAX × gear ratio."""
 
     position_min: float = -math.pi
     position_max: float = math.pi
-    velocity_limit: float = 10.0
-    torque_limit: float = 10.0
+    velocity_limit: float | None = None
+    torque_limit: float | None = None
     kp: float = 10.0
     kd: float = 0.5
 
     def __post_init__(self) -> None:
         where = f"joint {self.name!r}"
-        if self.motor not in DAMIAO_MOTORS:
+        motor = DAMIAO_MOTORS.get(self.motor)
+        if motor is None:
             raise ConfigError(f"{where}: unknown motor model {self.motor!r}; known: {sorted(DAMIAO_MOTORS)}")
         if not 0 < self.can_id < 0x7FF or not 0 <= self.master_id < 0x7FF:
             raise ConfigError(f"{where}: can_id must be in 1..0x7FE and master_id in 0..0x7FE, got "
@@ -102,6 +102,10 @@ class JointConfig(MotorWiring):
             raise ConfigError(f"{where}: direction must be +1 or -1, got {self.direction}")
         if not self.gear_ratio > 0:
             raise ConfigError(f"{where}: gear_ratio must be > 0, got {self.gear_ratio}")
+        if self.velocity_limit is None:
+            object.__setattr__(self, "velocity_limit", motor.vmax / self.gear_ratio)
+        if self.torque_limit is None:
+            object.__setattr__(self, "torque_limit", motor.tmax * self.gear_ratio)
         if not self.position_min < self.position_max:
             raise ConfigError(f"{where}: position_min {self.position_min} must be below position_max "
                               f"{self.position_max}")
@@ -138,11 +142,6 @@ class BridgeConfig:
     autostart: bool = False
     replay_file: str = ""
     replay_ramp_time: float = 3.0
-    emulator: bool = False
-    model_path: str = ""
-    emulator_initial_pose: str = "home"
-    emulator_payload: str = ""
-    emulator_clock: str = "lockstep"
 
     def __post_init__(self) -> None:
         if not self.joints:
@@ -168,8 +167,6 @@ class BridgeConfig:
             raise ConfigError(f"limit_mismatch must be 'error' or 'warn', got {self.limit_mismatch!r}")
         if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
             raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
-        if self.emulator_clock not in ("lockstep", "realtime"):
-            raise ConfigError(f"emulator_clock must be 'lockstep' or 'realtime', got {self.emulator_clock!r}")
         if not self.diagnostics_rate > 0 or self.replay_ramp_time < 0:
             raise ConfigError("diagnostics_rate must be > 0 and replay_ramp_time >= 0")
 
@@ -185,47 +182,22 @@ class BridgeConfig:
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any]) -> BridgeConfig:
         """From flat ROS-style parameters (``"rate"``, ``"joints.names"`` ...); missing scalars take
-        their defaults, every ``joints.*`` array must be given with one entry per joint (``kp``/``kd``
-        and the mapping arrays may be omitted: defaults)."""
-        known = {n for n, _, _ in BUS_PARAMETERS} | {f"joints.{n}" for n, _, _ in JOINT_PARAMETERS}
-        unknown = set(params) - known
+        their defaults, every ``joints.*`` array must be given with one entry per joint (the
+        optional ones may be omitted: defaults). The node's own parameters
+        (:data:`NODE_ONLY_PARAMETERS`) are skipped; any other unknown name is an error."""
+        known = {n for n, _, _ in BUS_PARAMETERS} | {f"joints.{p.key}" for p in JOINT_PARAMETERS}
+        unknown = {k for k in params if k not in known and not k.startswith(NODE_ONLY_PARAMETERS)}
         if unknown:
             raise ConfigError(f"unknown bridge parameters {sorted(unknown)}")
-        names = list(params.get("joints.names") or [])
-        if not names:
-            raise ConfigError("joints.names is missing or empty")
-        n = len(names)
-        optional = {"directions", "position_offsets", "gear_ratios", "kp", "kd"}
-        columns: dict[str, list] = {}
-        for suffix, kind, _ in JOINT_PARAMETERS:
-            values = params.get(f"joints.{suffix}")
-            if values is None or (suffix in optional and len(values) == 0):
-                if suffix in optional:
-                    continue
-                raise ConfigError(f"joints.{suffix} is missing: one entry per joint {names}")
-            values = list(values)
-            if len(values) != n:
-                raise ConfigError(f"joints.{suffix} has {len(values)} entries, expected {n} (one per joint "
-                                  f"{names})")
-            try:
-                columns[suffix] = [_convert(kind, v) for v in values]
-            except (TypeError, ValueError):
-                raise ConfigError(f"joints.{suffix}: expected {_KIND_TEXT[kind]} per joint, "
-                                  f"got {values}") from None
-        field_of = {"names": "name", "motors": "motor", "can_ids": "can_id", "master_ids": "master_id",
-                    "directions": "direction", "position_offsets": "position_offset",
-                    "gear_ratios": "gear_ratio", "velocity_limits": "velocity_limit",
-                    "torque_limits": "torque_limit"}
-        joints = tuple(JointConfig(**{field_of.get(k, k): v[i] for k, v in columns.items()})
-                       for i in range(n))
+        joints = tuple(JointConfig(**row) for row in joint_rows(params, JOINT_PARAMETERS))
         scalars = {}
         for name, default, _ in BUS_PARAMETERS:
             value = params.get(name, default)
             try:
                 scalars[name] = (_as_bool(name, value) if isinstance(default, bool)
-                                 else _convert(type(default), value))
+                                 else convert(type(default), value))
             except (TypeError, ValueError):
-                raise ConfigError(f"{name}: expected {_KIND_TEXT[type(default)]}, got {value!r}") from None
+                raise ConfigError(f"{name}: expected {KIND_TEXT[type(default)]}, got {value!r}") from None
         return cls(joints=joints, **scalars)
 
     def replace(self, **changes: Any) -> BridgeConfig:
@@ -233,25 +205,6 @@ class BridgeConfig:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return BridgeConfig(**values)
-
-
-_KIND_TEXT = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
-
-
-def _convert(kind: type, value: Any) -> Any:
-    """``value`` as ``kind`` (str, int, float); an int must be a whole number, bools are refused
-    as numbers (ValueError/TypeError otherwise)."""
-    if kind is str:
-        if not isinstance(value, str):
-            raise TypeError(f"expected a string, got {value!r}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {value!r}")
-    if kind is int:
-        if float(value) != int(value):
-            raise ValueError(f"expected a whole number, got {value!r}")
-        return int(value)
-    return float(value)
 
 
 def _as_bool(name: str, value: Any) -> bool:
@@ -274,27 +227,34 @@ def flatten_parameters(tree: Mapping[str, Any], prefix: str = "") -> dict[str, A
     return flat
 
 
-def load_bridge_config(path: str | Path, *, node_name: str = NODE_NAME, **overrides: Any) -> BridgeConfig:
-    """Read the bridge's section of a ROS parameters YAML file (``node_name: ros__parameters:``,
-    also under ``/**`` or a namespaced ``/ns/node_name``) into a :class:`BridgeConfig`;
-    ``overrides`` replace scalar parameters (``rate=500.0``)."""
+def load_parameters(path: str | Path, *, node_name: str) -> dict[str, Any]:
+    """The flat ROS parameters (``"joints.names"`` ...) a node called ``node_name`` gets from a ROS
+    parameters YAML file: those of its sections ``/**``, ``node_name:``, ``/node_name:`` or a
+    namespaced ``/ns/node_name:``, applied in the file's order (a later section wins, as rcl
+    does). :class:`ConfigError` if the file is missing, not YAML, or has no such section."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"bridge config {str(path)!r} not found")
+        raise ConfigError(f"parameters file {str(path)!r} not found")
     try:
         document = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(document, Mapping):
         raise ConfigError(f"{path}: expected a mapping of node names, got {type(document).__name__}")
-    section = None
-    for key, value in document.items():
-        if str(key).lstrip("/").split("/")[-1] in (node_name, "**") and isinstance(value, Mapping):
-            section = value.get("ros__parameters")
-            if section is not None:
-                break
-    if not isinstance(section, Mapping):
+    sections = [value.get("ros__parameters") for key, value in document.items()
+                if str(key).lstrip("/").split("/")[-1] in ("**", node_name) and isinstance(value, Mapping)]
+    sections = [s for s in sections if isinstance(s, Mapping)]
+    if not sections:
         raise ConfigError(f"{path}: no '{node_name}: ros__parameters:' section")
-    params = flatten_parameters(section)
+    params: dict[str, Any] = {}
+    for section in sections:
+        params.update(flatten_parameters(section))
+    return params
+
+
+def load_bridge_config(path: str | Path, *, node_name: str = NODE_NAME, **overrides: Any) -> BridgeConfig:
+    """The bridge's parameters in a ROS parameters YAML file (:func:`load_parameters`) as a
+    :class:`BridgeConfig`; ``overrides`` replace scalar parameters (``rate=500.0``)."""
+    params = load_parameters(path, node_name=node_name)
     params.update(overrides)
     return BridgeConfig.from_parameters(params)

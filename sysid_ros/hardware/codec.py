@@ -1,28 +1,32 @@
-"""Damiao DM-J motor CAN protocol: pure encoders and decoders (``docs/damiao-protocol.md``).
+"""Damiao DM-J motor CAN protocol: pure encoders and decoders of every frame.
 
-No I/O and no python-can here: every function maps numbers to the 8-byte payloads of classic CAN
-frames and back. Arbitration IDs are the caller's business (:func:`command_arbitration_id`,
-:data:`REGISTER_REQUEST_ID`; feedback and register replies arrive on the motor's MST_ID).
+Facts from Damiao's DM-J motor manual (MIT mode, feedback frame, special commands, register
+list) and its reference host code. No I/O and no python-can here: every function maps numbers to
+the 8-byte payloads of classic CAN frames and back. Arbitration IDs are the caller's business
+(:func:`command_arbitration_id`, :data:`REGISTER_REQUEST_ID`; feedback and register replies arrive
+on the motor's MST_ID).
 
 Units: position [rad], velocity [rad/s], torque [N·m], kp [N·m/rad], kd [N·m·s/rad],
 temperatures [°C], all on the motor's own shaft (after its gearbox; the joint mapping —
-direction, offset, gear ratio — belongs to the bridge).
+direction, offset, gear ratio — is :mod:`sysid_ros.hardware.motor_frames`'s).
 
-**Rounding.** The MIT-mode fields are fixed-point over ``[lo, hi]`` with ``2ⁿ−1`` steps. The
+**MIT frames.** :class:`MitCodec` is the one implementation of the MIT command and feedback
+frames (:func:`encode_mit`, :func:`decode_mit`, :func:`encode_feedback`, :func:`decode_feedback`
+are its one-off forms). The fields are fixed-point over ``[lo, hi]`` with ``2ⁿ−1`` steps. Damiao's
 reference encoder truncates, ``u = trunc((x−lo)·(2ⁿ−1)/(hi−lo))``: every value lands up to one
 whole count low (on average half a count), so commands and — when the firmware truncates too —
 measurements are biased, and ``0`` encodes half a count negative (−0.19 mrad for PMAX 12.5; a
 gain kp = 10 of range 500 becomes 9.89). For identification an unbiased quantiser matters more
-than bit-compatibility with the reference encoder, so :func:`float_to_uint` **rounds to
-nearest**: the error is at most half a count either way and zero on average. Because ``2ⁿ−1`` is
-odd, ``0`` itself is never representable in a symmetric range: it rounds to the count half a
-step above. The worked example of the notes (``7F FF 7F F0 51 19 97 FF``) is the truncating
-encoder's output; rounding gives ``80 00 80 00 52 19 A8 00``; both are tested, and
+than bit-compatibility with the reference encoder, so the codec **rounds to nearest**: the error
+is at most half a count either way and zero on average. Because ``2ⁿ−1`` is odd, ``0`` itself is
+never representable in a symmetric range: it rounds to the count half a step above. The usual
+worked example (DM4310, p = v = τ = 0, kp = 10, kd = 0.5: ``7F FF 7F F0 51 19 97 FF``) is the
+truncating encoder's output; rounding gives ``80 00 80 00 52 19 A8 00``; both are tested, and
 ``encode_mit(..., truncate=True)`` reproduces the reference bytes.
 
 **Special-command collision (inference).** A MIT frame whose first seven bytes are ``FF`` and
 whose last byte is ``FB``..``FE`` *is* a special command to the firmware (p = +PMAX, v = +VMAX,
-kp = 500, kd = 5 and τ ≈ +TMAX). :func:`encode_mit` never emits one: it lowers kd by one count
+kp = 500, kd = 5 and τ ≈ +TMAX). The codec never emits one: it lowers kd by one count
 (5/4095 N·m·s/rad) in that case.
 
 Every encoder rejects NaN and ±inf with :class:`CodecError` — a NaN never becomes a frame.
@@ -189,7 +193,10 @@ def check_limits(model: str, limits: MitLimits, *, rel_tol: float = 1e-3) -> str
 
 
 # ---------------------------------------------------------------------------------------------
-# Fixed-point mapping
+# Fixed-point fields
+
+
+_U16, _U12 = 0xFFFF, 0xFFF
 
 
 def _finite(x: float, what: str) -> float:
@@ -202,40 +209,8 @@ def _finite(x: float, what: str) -> float:
     return value
 
 
-def float_to_uint(x: float, lo: float, hi: float, bits: int, *, truncate: bool = False) -> int:
-    """Fixed-point code of ``x`` over ``[lo, hi]`` with ``2**bits − 1`` steps.
-
-    ``x`` is clamped to ``[lo, hi]`` first, then rounded to the nearest count (ties up), so the
-    round-trip error is at most half a count, ``(hi−lo)/(2**bits−1)/2``, and unbiased; the
-    reference encoder's truncation (``truncate=True``) is up to one count low and biased by half
-    a count on average (0 encodes negative). NaN/inf raise :class:`CodecError`.
-    """
-    x = _finite(x, "float_to_uint value")
-    if not hi > lo:
-        raise CodecError(f"float_to_uint: range must have hi > lo, got [{lo}, {hi}]")
-    return _code(x, lo, hi, (1 << bits) - 1, truncate)
-
-
-def _code(x: float, lo: float, hi: float, span: int, truncate: bool = False) -> int:
-    """:func:`float_to_uint` without the checks (``x`` finite, ``hi > lo``): the hot path."""
-    scaled = (min(max(x, lo), hi) - lo) * span / (hi - lo)
-    u = int(scaled) if truncate else math.floor(scaled + 0.5)
-    return min(max(u, 0), span)
-
-
-_U16, _U12 = 0xFFFF, 0xFFF
-
-
-def uint_to_float(u: int, lo: float, hi: float, bits: int) -> float:
-    """Value of fixed-point code ``u`` (``0 ≤ u ≤ 2**bits − 1``) over ``[lo, hi]``."""
-    span = (1 << bits) - 1
-    if not 0 <= u <= span:
-        raise CodecError(f"uint_to_float: code {u} outside [0, {span}] for {bits} bits")
-    return u * (hi - lo) / span + lo
-
-
 def resolution(lo: float, hi: float, bits: int) -> float:
-    """One count of a fixed-point field [field units]."""
+    """One count of a fixed-point field over ``[lo, hi]`` with ``2**bits − 1`` steps [field units]."""
     return (hi - lo) / ((1 << bits) - 1)
 
 
@@ -248,7 +223,7 @@ def _check_payload(data: bytes | bytearray, what: str, lengths: tuple[int, ...] 
 
 
 # ---------------------------------------------------------------------------------------------
-# MIT command
+# MIT command and feedback frames
 
 
 @dataclass(frozen=True)
@@ -260,51 +235,6 @@ class MitCommand:
     kp: float
     kd: float
     torque: float
-
-
-def encode_mit(cmd: MitCommand, limits: MitLimits, *, truncate: bool = False) -> bytes:
-    """8-byte MIT payload (§1 layout, MSB first): p 16 bit, v 12, kp 12, kd 12, τ 12; every field
-    clamped to its range and rounded to nearest (``truncate=True``: the reference encoder)."""
-    p = _code(_finite(cmd.position, "MIT position"), -limits.pmax, limits.pmax, _U16, truncate)
-    v = _code(_finite(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, _U12, truncate)
-    kp = _code(_finite(cmd.kp, "MIT kp"), 0.0, limits.kp_max, _U12, truncate)
-    kd = _code(_finite(cmd.kd, "MIT kd"), 0.0, limits.kd_max, _U12, truncate)
-    t = _code(_finite(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, _U12, truncate)
-    data = _pack_mit(p, v, kp, kd, t)
-    if parse_special(data) is not None:  # the firmware would read it as enable/disable/zero/clear
-        data = _pack_mit(p, v, kp, kd - 1, t)
-    return data
-
-
-def _pack_mit(p: int, v: int, kp: int, kd: int, t: int) -> bytes:
-    return bytes((
-        p >> 8, p & 0xFF,
-        v >> 4, ((v & 0xF) << 4) | (kp >> 8),
-        kp & 0xFF,
-        kd >> 4, ((kd & 0xF) << 4) | (t >> 8),
-        t & 0xFF,
-    ))
-
-
-def decode_mit(data: bytes | bytearray, limits: MitLimits) -> MitCommand:
-    """Inverse of :func:`encode_mit` (what the firmware reads from a MIT payload)."""
-    d = _check_payload(data, "MIT command")
-    p = (d[0] << 8) | d[1]
-    v = (d[2] << 4) | (d[3] >> 4)
-    kp = ((d[3] & 0xF) << 8) | d[4]
-    kd = (d[5] << 4) | (d[6] >> 4)
-    t = ((d[6] & 0xF) << 8) | d[7]
-    return MitCommand(
-        position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
-        velocity=v * 2.0 * limits.vmax / _U12 - limits.vmax,
-        kp=kp * limits.kp_max / _U12,
-        kd=kd * limits.kd_max / _U12,
-        torque=t * 2.0 * limits.tmax / _U12 - limits.tmax,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Feedback
 
 
 @dataclass(frozen=True)
@@ -321,99 +251,83 @@ class Feedback:
     t_rotor: int
 
 
-def decode_feedback(data: bytes | bytearray, limits: MitLimits) -> Feedback:
-    """Decode a feedback payload (§4). An unknown state nibble raises :class:`CodecError`."""
-    d = _check_payload(data, "feedback frame")
-    try:
-        state = MotorState(d[0] >> 4)
-    except ValueError:
-        raise CodecError(f"feedback frame: unknown state code 0x{d[0] >> 4:X} in D0 ({d.hex(' ')})") from None
-    p = (d[1] << 8) | d[2]
-    v = (d[3] << 4) | (d[4] >> 4)
-    t = ((d[4] & 0xF) << 8) | d[5]
-    return Feedback(
-        motor_id=d[0] & 0xF,
-        state=state,
-        position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
-        velocity=v * 2.0 * limits.vmax / _U12 - limits.vmax,
-        torque=t * 2.0 * limits.tmax / _U12 - limits.tmax,
-        t_mos=d[6],
-        t_rotor=d[7],
-    )
+_STATE_CODES = frozenset(int(s) for s in MotorState)
+_SPECIAL_LOW = int.from_bytes(b"\xff" * 7 + b"\xfb", "big")
+_SPECIAL_HIGH = int.from_bytes(b"\xff" * 7 + b"\xfe", "big")
+_MIT_FIELDS = ("position", "velocity", "kp", "kd", "torque")
 
 
-def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
-    """Feedback payload as the firmware sends it (for the emulator). Values are clamped to the
-    mapping ranges and rounded to nearest; temperatures rounded and clamped to 0..255 °C."""
-    if not 0 <= int(fb.motor_id) <= 0xF:
-        raise CodecError(f"feedback motor_id is the low nibble of ESC_ID: expected 0..15, got {fb.motor_id}")
-    state = MotorState(fb.state)
-    p = _code(_finite(fb.position, "feedback position"), -limits.pmax, limits.pmax, _U16)
-    v = _code(_finite(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, _U12)
-    t = _code(_finite(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, _U12)
-    t_mos = min(max(round(_finite(fb.t_mos, "feedback t_mos")), 0), 255)
-    t_rotor = min(max(round(_finite(fb.t_rotor, "feedback t_rotor")), 0), 255)
-    return bytes((
-        (int(state) << 4) | int(fb.motor_id),
-        p >> 8, p & 0xFF,
-        v >> 4, ((v & 0xF) << 4) | (t >> 8),
-        t & 0xFF,
-        t_mos, t_rotor,
-    ))
+def _byte(u: int) -> int:
+    """``u`` clamped to 0..255."""
+    return 0 if u < 0 else 255 if u > 255 else u
 
 
 class MitCodec:
-    """The MIT command and feedback frames at one motor's fixed limits, for the control-loop hot
-    path: the same bytes and values as :func:`encode_mit` / :func:`decode_mit` /
-    :func:`encode_feedback` / :func:`decode_feedback` (same clamping, round to nearest, same
-    arithmetic order, so results are bit-identical), with the per-field ranges computed once and
-    the 8 bytes handled as one 64-bit big-endian integer (the fields are contiguous bit fields:
-    command ``p16 v12 kp12 kd12 τ12``, feedback ``state4 id4 p16 v12 τ12 t_mos8 t_rotor8``).
+    """The MIT command and feedback frames at one motor's limits: the package's only encoder and
+    decoder of them (the bridge's control loop, the emulator and the functions below all use it).
 
-    Build one per motor when its limits are known (they are immutable). Inputs are floats;
-    anything non-finite is refused with the reference functions' :class:`CodecError`.
+    Layout, MSB first, each field a contiguous bit field of the 8 bytes read as one 64-bit
+    big-endian integer — command ``p16 v12 kp12 kd12 τ12``; feedback ``state4 id4 p16 v12 τ12
+    t_mos8 t_rotor8`` (state in the high nibble of D0, the ESC_ID's low nibble in the low one).
+    Encoding a field: clamp ``x`` to ``[lo, hi]``, scale to ``(x−lo)·(2ⁿ−1)/(hi−lo)`` and round to
+    nearest (``truncate=True``: drop the fraction, as Damiao's reference encoder does); decoding:
+    ``u·(hi−lo)/(2ⁿ−1) + lo``. A command that would read ``FF×7 FB..FE`` (a special command) has
+    its kd lowered by one count. Non-finite inputs raise :class:`CodecError` naming the field.
+
+    Build one per motor once its limits are known (they are immutable); the ranges are computed
+    once so each frame costs a few integer operations.
     """
 
-    __slots__ = ("_kd", "_kd_max", "_kp", "_kp_max", "_p", "_pmax", "_t", "_tmax", "_v", "_vmax", "limits")
+    __slots__ = ("_kd", "_kd_max", "_kp", "_kp_max", "_p", "_pmax", "_round", "_t", "_tmax", "_v", "_vmax",
+                 "limits")
 
-    def __init__(self, limits: MitLimits) -> None:
+    def __init__(self, limits: MitLimits, *, truncate: bool = False) -> None:
         self.limits = limits
         pmax, vmax, tmax = float(limits.pmax), float(limits.vmax), float(limits.tmax)
         kp_max, kd_max = float(limits.kp_max), float(limits.kd_max)
-        # (lo, hi, hi − lo) of each field, exactly as _code computes them
+        # (lo, hi, hi − lo) of each field
         self._p = (-pmax, pmax, pmax - -pmax)
         self._v = (-vmax, vmax, vmax - -vmax)
         self._t = (-tmax, tmax, tmax - -tmax)
         self._kp = (0.0, kp_max, kp_max - 0.0)
         self._kd = (0.0, kd_max, kd_max - 0.0)
         self._pmax, self._vmax, self._tmax, self._kp_max, self._kd_max = pmax, vmax, tmax, kp_max, kd_max
+        self._round = 0.0 if truncate else 0.5
 
     def encode_command(self, position: float, velocity: float, kp: float, kd: float, torque: float) -> bytes:
-        """:func:`encode_mit` of ``MitCommand(position, velocity, kp, kd, torque)`` (round to nearest)."""
-        total = position + velocity + kp + kd + torque
-        if total - total != 0.0:  # a NaN or ±inf somewhere: the reference path names it and raises
-            return encode_mit(MitCommand(position, velocity, kp, kd, torque), self.limits)
+        """The 8-byte MIT payload: p 16 bit over ±pmax, v 12 over ±vmax, kp 12 over [0, kp_max],
+        kd 12 over [0, kd_max], τ 12 over ±tmax, each clamped to its range."""
+        try:
+            total = position + velocity + kp + kd + torque
+            checked = total - total == 0.0
+        except TypeError:
+            checked = False
+        if not checked:  # a NaN, ±inf or no number somewhere: say which field
+            position, velocity, kp, kd, torque = (
+                _finite(x, f"MIT {name}")
+                for x, name in zip((position, velocity, kp, kd, torque), _MIT_FIELDS, strict=True))
+        r = self._round
         # each field: clamped to [lo, hi] (conditional expressions: no builtin calls), scaled and
-        # rounded to nearest; the argument of int() is ≥ 0.5, so int() is floor here
+        # rounded; the argument of int() is ≥ 0, so int() is floor here
         lo, hi, w = self._p
-        p = int(((lo if position < lo else hi if position > hi else position) - lo) * _U16 / w + 0.5)
+        p = int(((lo if position < lo else hi if position > hi else position) - lo) * _U16 / w + r)
         lo, hi, w = self._v
-        v = int(((lo if velocity < lo else hi if velocity > hi else velocity) - lo) * _U12 / w + 0.5)
+        v = int(((lo if velocity < lo else hi if velocity > hi else velocity) - lo) * _U12 / w + r)
         lo, hi, w = self._kp
-        kpc = int(((lo if kp < lo else hi if kp > hi else kp) - lo) * _U12 / w + 0.5)
+        kpc = int(((lo if kp < lo else hi if kp > hi else kp) - lo) * _U12 / w + r)
         lo, hi, w = self._kd
-        kdc = int(((lo if kd < lo else hi if kd > hi else kd) - lo) * _U12 / w + 0.5)
+        kdc = int(((lo if kd < lo else hi if kd > hi else kd) - lo) * _U12 / w + r)
         lo, hi, w = self._t
-        t = int(((lo if torque < lo else hi if torque > hi else torque) - lo) * _U12 / w + 0.5)
+        t = int(((lo if torque < lo else hi if torque > hi else torque) - lo) * _U12 / w + r)
         word = (p << 48) | (v << 36) | (kpc << 24) | (kdc << 12) | t
-        if _SPECIAL_LOW <= word <= _SPECIAL_HIGH:  # FF×7 then FB..FE: would be a special command
-            word -= 1 << 12  # kd one count lower, as encode_mit does
+        if _SPECIAL_LOW <= word <= _SPECIAL_HIGH:  # FF×7 then FB..FE: a special command to the firmware
+            word -= 1 << 12  # kd one count lower
         return word.to_bytes(8, "big")
 
     def decode_command(self, data: bytes | bytearray) -> MitCommand:
-        """:func:`decode_mit` (8 bytes; other lengths raise :class:`CodecError`)."""
+        """What the firmware reads from a MIT payload (8 bytes; other lengths raise :class:`CodecError`)."""
         if len(data) != FRAME_LENGTH:
-            return decode_mit(data, self.limits)
+            _check_payload(data, "MIT command")
         w = int.from_bytes(data, "big")
         pmax, vmax, tmax = self._pmax, self._vmax, self._tmax
         return MitCommand(
@@ -426,12 +340,23 @@ class MitCodec:
 
     def encode_feedback(self, motor_id: int, state: int, position: float, velocity: float, torque: float,
                         t_mos: float, t_rotor: float) -> bytes:
-        """:func:`encode_feedback` of ``Feedback(motor_id, state, position, velocity, torque, t_mos,
-        t_rotor)``; ``state`` is a :class:`MotorState` code."""
-        total = position + velocity + torque + t_mos + t_rotor
-        if total - total != 0.0 or not 0 <= motor_id <= 0xF or state not in _STATE_CODES:
-            return encode_feedback(Feedback(motor_id, state, position, velocity, torque, t_mos, t_rotor),
-                                   self.limits)
+        """The feedback payload as the firmware sends it (for the emulator): position, velocity and
+        torque clamped to their ranges and rounded to nearest, temperatures rounded and clamped to
+        0..255 °C; ``state`` is a :class:`MotorState` code, ``motor_id`` the ESC_ID's low nibble."""
+        if not 0 <= motor_id <= 0xF:
+            raise CodecError(f"feedback motor_id is the low nibble of ESC_ID: expected 0..15, got {motor_id}")
+        if state not in _STATE_CODES:
+            raise CodecError(f"feedback state: expected one of {sorted(_STATE_CODES)}, got {state!r}")
+        try:
+            total = position + velocity + torque + t_mos + t_rotor
+            checked = total - total == 0.0
+        except TypeError:
+            checked = False
+        if not checked:
+            position, velocity, torque, t_mos, t_rotor = (
+                _finite(x, f"feedback {name}") for x, name in zip(
+                    (position, velocity, torque, t_mos, t_rotor),
+                    ("position", "velocity", "torque", "t_mos", "t_rotor"), strict=True))
         lo, hi, w = self._p
         p = int(((lo if position < lo else hi if position > hi else position) - lo) * _U16 / w + 0.5)
         lo, hi, w = self._v
@@ -443,8 +368,9 @@ class MitCodec:
         return word.to_bytes(8, "big")
 
     def decode_feedback(self, data: bytes | bytearray) -> tuple[int, float, float, float, int, int] | None:
-        """``(state code, position, velocity, torque, t_mos, t_rotor)`` as :func:`decode_feedback`
-        gives them, or ``None`` for a frame it would refuse (wrong length, unknown state code)."""
+        """``(state code, position, velocity, torque, t_mos, t_rotor)`` of a feedback payload, or
+        ``None`` for one that is no feedback frame (wrong length, unknown state code; :meth:`feedback`
+        says why)."""
         if len(data) != FRAME_LENGTH:
             return None
         w = int.from_bytes(data, "big")
@@ -459,16 +385,38 @@ class MitCodec:
                 (w >> 8) & 0xFF,
                 w & 0xFF)
 
+    def feedback(self, data: bytes | bytearray) -> Feedback:
+        """A feedback payload as a :class:`Feedback`; :class:`CodecError` saying why for a payload
+        that is none (wrong length, unknown state code in D0)."""
+        d = _check_payload(data, "feedback frame")
+        reading = self.decode_feedback(d)
+        if reading is None:
+            raise CodecError(f"feedback frame: unknown state code 0x{d[0] >> 4:X} in D0 ({d.hex(' ')})")
+        state, position, velocity, torque, t_mos, t_rotor = reading
+        return Feedback(d[0] & 0xF, MotorState(state), position, velocity, torque, t_mos, t_rotor)
 
-_STATE_CODES = frozenset(int(s) for s in MotorState)
+
+def encode_mit(cmd: MitCommand, limits: MitLimits, *, truncate: bool = False) -> bytes:
+    """:meth:`MitCodec.encode_command` of ``cmd`` at ``limits`` (``truncate=True``: Damiao's
+    reference encoder, which reproduces its bytes)."""
+    return MitCodec(limits, truncate=truncate).encode_command(cmd.position, cmd.velocity, cmd.kp, cmd.kd,
+                                                              cmd.torque)
 
 
-def _byte(u: int) -> int:
-    """``u`` clamped to 0..255."""
-    return 0 if u < 0 else 255 if u > 255 else u
+def decode_mit(data: bytes | bytearray, limits: MitLimits) -> MitCommand:
+    """:meth:`MitCodec.decode_command` at ``limits``."""
+    return MitCodec(limits).decode_command(data)
 
-_SPECIAL_LOW = int.from_bytes(b"\xff" * 7 + b"\xfb", "big")
-_SPECIAL_HIGH = int.from_bytes(b"\xff" * 7 + b"\xfe", "big")
+
+def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
+    """:meth:`MitCodec.encode_feedback` of ``fb`` at ``limits``."""
+    return MitCodec(limits).encode_feedback(fb.motor_id, fb.state, fb.position, fb.velocity, fb.torque,
+                                            fb.t_mos, fb.t_rotor)
+
+
+def decode_feedback(data: bytes | bytearray, limits: MitLimits) -> Feedback:
+    """:meth:`MitCodec.feedback` at ``limits``: the decoded frame, or :class:`CodecError`."""
+    return MitCodec(limits).feedback(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,8 +464,7 @@ REGISTER_REQUEST_ID = 0x7FF
 
 
 class Register(IntEnum):
-    """Register IDs (RID). The notes name 1, 7–10, 20–23, 35, 80, 81; the rest follow Damiao's
-    manual register table."""
+    """Register IDs (RID), as in the register table of Damiao's DM-J manual."""
 
     UV_VALUE = 0
     KT_VALUE = 1
@@ -685,7 +632,8 @@ def parse_register_reply(data: bytes | bytearray, *, can_id: int | None = None) 
     Replies are told from feedback by D2 ∈ {0x33, 0x55, 0xAA} and D3 a known RID (0x01 for
     save); give ``can_id`` to also require D0/D1 = that ID. A feedback frame can still look like
     a reply (D2 is a position byte): expect register replies only while a request is pending and
-    the motor is not being commanded (configure before streaming, as the notes advise).
+    the motor is not being commanded (configure before streaming: older firmware garbles
+    interleaved register and command traffic).
     """
     data = bytes(data)
     if len(data) not in (4, FRAME_LENGTH) or data[2] not in (0x33, 0x55, 0xAA):

@@ -2,9 +2,9 @@
 command stream counts as lost, which motor states and reply gaps stop everything, and how a bus
 error is explained to a person.
 
-* :class:`CommandLimits` / :func:`clamp_targets`: every commanded field is clamped to the joint's
-  position limits, velocity limit, torque limit and non-negative gains (joint space), and then
-  (:func:`clamp_to_motor`) to the motor's MIT mapping ranges (motor space), whatever arrived.
+* :class:`JointTargets` / :class:`CommandLimits`: joint-space MIT targets and the joint limits
+  every commanded field is clamped to on its way to the bus (the clamping itself is
+  :meth:`sysid_ros.hardware.motor_frames.MotorFrames.encode`'s).
 * :func:`parse_command`: a ``MotorCommand`` (by joint name) → new joint targets; NaN/inf or
   inconsistent array lengths refuse the whole message; unknown joint names are counted.
 * :class:`Watchdog`: no command for ``command_timeout`` → hold the measured position with the
@@ -34,8 +34,6 @@ __all__ = [
     "TripKind",
     "Watchdog",
     "WatchdogMode",
-    "clamp_targets",
-    "clamp_to_motor",
     "explain_bus_error",
     "parse_command",
 ]
@@ -89,31 +87,6 @@ class CommandLimits:
 
         return cls(col("position_min"), col("position_max"), col("velocity_limit"), col("torque_limit"),
                    col("kp"), col("kd"))
-
-
-def clamp_targets(targets: JointTargets, limits: CommandLimits) -> tuple[JointTargets, dict[str, int]]:
-    """Targets clamped to the joint limits (position), ±velocity limit, ±torque limit, kp ≥ 0 and
-    kd ≥ 0; a joint with kp > 0 but kd = 0 (it would oscillate) gets its default kd. Returns the
-    clamped copy and, per field, how many joints were changed."""
-    out = targets.copy()
-    out.position = np.clip(out.position, limits.lower, limits.upper)
-    out.velocity = np.clip(out.velocity, -limits.velocity, limits.velocity)
-    out.effort = np.clip(out.effort, -limits.torque, limits.torque)
-    out.kp = np.maximum(out.kp, 0.0)
-    out.kd = np.maximum(out.kd, 0.0)
-    undamped = (out.kp > 0) & (out.kd <= 0)
-    out.kd = np.where(undamped, limits.kd_default, out.kd)
-    changed = {f: int(np.count_nonzero(getattr(out, f) != getattr(targets, f))) for f in TARGET_FIELDS}
-    return out, changed
-
-
-def clamp_to_motor(p: np.ndarray, v: np.ndarray, t: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                   pmax: np.ndarray, vmax: np.ndarray, tmax: np.ndarray, kp_max: np.ndarray,
-                   kd_max: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Motor-space fields (``(n,)`` each) clamped to the MIT mapping ranges ±pmax, ±vmax, ±tmax,
-    [0, kp_max], [0, kd_max] (a value outside would be clamped by the encoder silently)."""
-    return (np.clip(p, -pmax, pmax), np.clip(v, -vmax, vmax), np.clip(t, -tmax, tmax),
-            np.clip(kp, 0.0, kp_max), np.clip(kd, 0.0, kd_max))
 
 
 @dataclass

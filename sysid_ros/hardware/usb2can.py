@@ -1,7 +1,7 @@
 """Damiao's DM-USBCU1 USB-to-CAN adapter as a python-can interface: ``interface="damiao_usb"``.
 
 The adapter (VID:PID 2e88:4603) is a USB CDC serial device (921600 baud, 8N1), not SocketCAN.
-Frame formats (``docs/damiao-protocol.md`` §7), all multi-byte fields little-endian:
+Frame formats (Damiao's USB2CAN host protocol), all multi-byte fields little-endian:
 
 Host → adapter, 30 bytes, one CAN frame to transmit::
 
@@ -9,8 +9,8 @@ Host → adapter, 30 bytes, one CAN frame to transmit::
     dlc u8 | idAcc u8 = 0 | dataAcc u8 = 0 | data[8] | trailer u8
 
 ``1E`` is the length (30), ``03`` the "send CAN frame" command; ``idtype`` 0 = standard 11-bit,
-1 = extended 29-bit; ``frametype`` 0 = data, 1 = remote (both inference: the notes give 0 for a
-standard data frame); ``data`` is zero-padded to 8 bytes after the ``dlc`` bytes.
+1 = extended 29-bit; ``frametype`` 0 = data, 1 = remote (both inference: Damiao's examples send 0
+for a standard data frame); ``data`` is zero-padded to 8 bytes after the ``dlc`` bytes.
 
 Adapter → host, 16 bytes, one received CAN frame::
 
@@ -22,8 +22,8 @@ plugin ``python-can-damiao`` reads the ID big-endian and front-pads short payloa
 bugs this module does not share). Bytes outside a ``AA … 55`` frame, and frames with another
 ``cmd``, are skipped (the stream resynchronises on the next ``AA`` whose 16th byte is ``55``).
 
-**Trailer ("crc") — assumption.** The notes name the last host→adapter byte ``crc`` without
-giving the algorithm. Damiao's own host examples send it as a constant ``00``, i.e. the adapter
+**Trailer ("crc") — assumption.** Damiao's description names the last host→adapter byte ``crc``
+without giving the algorithm. Damiao's own host examples send it as a constant ``00``, i.e. the adapter
 does not appear to check it; that is the default here (``checksum="zero"``). If a firmware
 turns out to verify it, ``checksum="sum8"`` (sum of bytes 0..28 mod 256) and ``"xor8"`` (XOR of
 bytes 0..28) are available as ``can.Bus(..., checksum="sum8")``.

@@ -1,22 +1,31 @@
 """Node ``damiao_bridge``: Damiao motors in MIT mode over python-can, as a managed lifecycle node.
 
 * configure: open the CAN bus and run the register handshake (PMAX/VMAX/TMAX checked against the
-  model table, CTRL_MODE = MIT and TIMEOUT written and read back); with ``emulator: true`` an
-  in-process motor emulator (MuJoCo-driven) answers on the ``virtual`` channel instead of motors;
+  model table, CTRL_MODE = MIT and TIMEOUT written and read back); with ``use_emulator: true`` the
+  bus is an emulated one instead (:class:`~sysid_ros.hardware.emulated_bus.EmulatedBus`: motors
+  emulated in this process, shafts driven by MuJoCo, on a private ``virtual`` channel; parameters
+  ``emulator.*``), built here and handed to the bridge like any other bus;
 * activate: check every joint is inside its limits, enable every motor (confirmed) and start the
-  control loop thread (``rate`` Hz): latest ``/motor_command`` (or the ``replay_file``) → clamped
-  MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``/joint_states``;
+  control loop thread (``rate`` Hz): latest ``motor_command`` (or the ``replay_file``) → clamped
+  MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``joint_states``;
 * deactivate / cleanup / shutdown / errors / SIGINT / exit: disable every motor and confirm.
 
-``/joint_states`` is joint space (direction, offset, gear ratio applied; effort = measured torque),
-stamped with the wall clock at the start of each cycle; a motor that did not reply in time has NaN
-in that cycle. With the emulator in ``lockstep`` (default) the emulated physics advances one period
-per command round, so the stamps are activation time + rounds × period (emulated time).
+Topics (relative names: remap them in a launch file or with ``--ros-args -r``):
 
-``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: per motor the state
-code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
-overruns; the trip reason after a fault. ``~/replay_done`` (std_msgs/Bool, latched) says when a
-replay finished. With ``autostart: true`` the node configures and activates itself; otherwise
+* ``motor_command`` (``sysid_ros/MotorCommand``, subscribed, RELIABLE depth 10);
+* ``joint_states`` (``sensor_msgs/JointState``): joint space (direction, offset, gear ratio
+  applied; effort = measured torque), stamped with the wall clock at the start of each cycle; a
+  motor that did not reply in time has NaN in that cycle. With the emulator in ``lockstep``
+  (default) the emulated physics advances one period per command round, so the stamps are
+  activation time + rounds × period (emulated time);
+* ``diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: per motor the state
+  code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
+  overruns; the trip reason after a fault;
+* ``~/replay_done`` (``std_msgs/Bool``, latched): when a replay finished;
+* ``sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched), with the emulator only: the
+  emulated robot's true parameters.
+
+With ``autostart: true`` the node configures and activates itself; otherwise
 ``ros2 lifecycle set /damiao_bridge configure`` then ``activate``.
 """
 
@@ -37,9 +46,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.hardware.bridge import Bridge, BridgeStatus, JointSample
 from sysid_ros.hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
+from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS
 from sysid_ros.hardware.safety import CommandError, Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
@@ -51,6 +60,10 @@ COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 STATES = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
 SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
+#: ``use_emulator`` and the ``emulator.*`` group (:data:`.emulated_bus.EMULATOR_PARAMETERS`)
+EMULATOR_GROUP = (
+    ("use_emulator", False, "emulated motors on a private in-process bus instead of the configured one"),
+    *((f"emulator.{name}", default, description) for name, default, description in EMULATOR_PARAMETERS))
 
 
 class DamiaoBridgeNode(LifecycleNode):
@@ -60,25 +73,25 @@ class DamiaoBridgeNode(LifecycleNode):
         super().__init__(NODE_NAME, **kwargs)
         # numbers may come as integers or floats from a YAML file (rate: 500, gear_ratios: [1, 1]):
         # dynamically typed here, converted and checked in one place (BridgeConfig.from_parameters)
-        for name, default, description in BUS_PARAMETERS:
+        for name, default, description in (*BUS_PARAMETERS, *EMULATOR_GROUP):
             numeric = isinstance(default, int | float) and not isinstance(default, bool)
             self.declare_parameter(name, default, ParameterDescriptor(description=description,
                                                                       dynamic_typing=numeric))
-        for suffix, kind, description in JOINT_PARAMETERS:
-            if kind is str:
-                self.declare_parameter(f"joints.{suffix}", Parameter.Type.STRING_ARRAY,
-                                       ParameterDescriptor(description=description))
+        for p in JOINT_PARAMETERS:
+            if p.kind is str:
+                self.declare_parameter(f"joints.{p.key}", Parameter.Type.STRING_ARRAY,
+                                       ParameterDescriptor(description=p.description))
             else:
-                self.declare_parameter(f"joints.{suffix}", None,
-                                       ParameterDescriptor(description=description, dynamic_typing=True))
+                self.declare_parameter(f"joints.{p.key}", None,
+                                       ParameterDescriptor(description=p.description, dynamic_typing=True))
         self.bridge: Bridge | None = None
-        self.emulator = None
+        self.emulated = None  # EmulatedBus with use_emulator
         self._warned: dict[str, float] = {}
         self._counts: dict[str, int] = {}
-        self._state_pub = self.create_publisher(JointState, "/joint_states", STATES)
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._state_pub = self.create_publisher(JointState, "joint_states", STATES)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self._done_pub = self.create_publisher(Bool, "~/replay_done", LATCHED)
-        self._truth_pub = None  # /sim/true_parameters, only with the emulator
+        self._truth_pub = None  # sim/true_parameters, only with the emulator
         self._sub = None
         self._diag_timer = None
         self._names: list[str] = []
@@ -89,52 +102,50 @@ class DamiaoBridgeNode(LifecycleNode):
                 self.trigger_activate()
 
     # ------------------------------------------------------------------------------ set-up
-    def _config(self) -> BridgeConfig:
-        """One snapshot of the parameters, validated (ConfigError says what is wrong)."""
-        params = {name: self.get_parameter(name).value for name, _, _ in BUS_PARAMETERS}
-        for suffix, _, _ in JOINT_PARAMETERS:
-            value = self.get_parameter(f"joints.{suffix}").value
+    def _parameter_snapshot(self) -> dict:
+        """One snapshot of every parameter, flat (``"rate"``, ``"joints.names"``, ``"emulator.clock"``)."""
+        params = {name: self.get_parameter(name).value for name, _, _ in (*BUS_PARAMETERS, *EMULATOR_GROUP)}
+        for p in JOINT_PARAMETERS:
+            value = self.get_parameter(f"joints.{p.key}").value
             if value is not None:
-                params[f"joints.{suffix}"] = list(value)
-        return BridgeConfig.from_parameters(params)
+                params[f"joints.{p.key}"] = list(value)
+        return params
 
-    def _start_emulator(self, config: BridgeConfig) -> None:
-        from sysid_ros.hardware.emulator import MotorEmulator
+    def _open_emulated_bus(self, config: BridgeConfig, params: dict) -> tuple[BridgeConfig, object, str]:
+        """Emulated motors for the configured joints on a private virtual channel: the config
+        pointed at that channel, the bus to hand to the bridge and the bridge's time base."""
+        from sysid_ros.hardware.emulated_bus import EmulatedBus, EmulatorOptions
 
-        if config.interface != "virtual":
-            raise SysIdError(f"emulator: true needs interface 'virtual' (an in-process bus), got "
-                             f"{config.interface!r}; for another bus run the damiao_emulator node")
-        payload = Payload.parse(config.emulator_payload) if config.emulator_payload else None
-        self.emulator = MotorEmulator(config.joints, channel=config.channel, interface="virtual",
-                                      model_path=config.model_path or None,
-                                      initial_pose=config.emulator_initial_pose or None, payload=payload,
-                                      clock=config.emulator_clock, lockstep_period=config.period)
-        self.emulator.start()
-        names, values = self.emulator.true_parameters()
+        self.emulated = EmulatedBus(config.joints, period=config.period,
+                                    options=EmulatorOptions.from_parameters(params)).start()
+        config = config.replace(interface="virtual", channel=self.emulated.channel)
+        names, values = self.emulated.emulator.true_parameters()
+        payload = self.emulated.payload
         if self._truth_pub is None:
-            self._truth_pub = self.create_publisher(ParameterEstimate, "/sim/true_parameters", LATCHED)
+            self._truth_pub = self.create_publisher(ParameterEstimate, "sim/true_parameters", LATCHED)
         self._truth_pub.publish(ParameterEstimate(method="truth", target=payload.body if payload else "arm",
                                                   names=names, values=values.tolist()))
         self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)"
                                   + (f", payload {payload.mass} kg on {payload.body}" if payload else ""))
+        return config, self.emulated.bus, self.emulated.timebase
 
-    def _stop_emulator(self) -> None:
-        if self.emulator is not None:
-            states = ", ".join(f"{m.joint.name}=0x{int(m.state):X}" for m in self.emulator.motors)
+    def _close_emulated_bus(self) -> None:
+        if self.emulated is not None:
+            states = ", ".join(f"{m.joint.name}=0x{int(m.state):X}" for m in self.emulated.emulator.motors)
             self._log.info("emulator motor states at stop: %s", states)
-            self.emulator.stop()
-            self.emulator = None
+            self.emulated.close()
+            self.emulated = None
 
     # ------------------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            config = self._config()
-            if config.emulator:
-                self._start_emulator(config)
-            lockstep = config.emulator and config.emulator_clock == "lockstep"
-            self.bridge = Bridge(config, on_sample=self._publish_state, on_trip=self._on_trip,
-                                 on_replay_done=self._on_replay_done, logger=self._log,
-                                 timebase="rounds" if lockstep else "wall")
+            params = self._parameter_snapshot()
+            config = BridgeConfig.from_parameters(params)
+            bus, timebase = None, "wall"
+            if params["use_emulator"]:
+                config, bus, timebase = self._open_emulated_bus(config, params)
+            self.bridge = Bridge(config, bus=bus, on_sample=self._publish_state, on_trip=self._on_trip,
+                                 on_replay_done=self._on_replay_done, logger=self._log, timebase=timebase)
             self.bridge.configure()
         except SysIdError as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -142,7 +153,7 @@ class DamiaoBridgeNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._names = list(config.names)
         if not config.replay_file:
-            self._sub = self.create_subscription(MotorCommand, "/motor_command", self._on_command, COMMANDS)
+            self._sub = self.create_subscription(MotorCommand, "motor_command", self._on_command, COMMANDS)
         self._diag_timer = self.create_timer(1.0 / config.diagnostics_rate, self._publish_diagnostics)
         return TransitionCallbackReturn.SUCCESS
 
@@ -179,7 +190,7 @@ class DamiaoBridgeNode(LifecycleNode):
             if self.bridge is not None:
                 self.bridge.shutdown()
                 self.bridge = None
-            self._stop_emulator()
+            self._close_emulated_bus()
             if self._sub is not None:
                 self.destroy_subscription(self._sub)
                 self._sub = None

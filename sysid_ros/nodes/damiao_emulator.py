@@ -1,9 +1,13 @@
-"""Node ``damiao_emulator``: emulated Damiao motors on a CAN bus, shafts driven by MuJoCo.
+"""Node ``damiao_emulator``: emulated Damiao motors on a CAN bus shared with other processes,
+shafts driven by MuJoCo.
 
 A thin ROS facade over :class:`sysid_ros.hardware.emulator.MotorEmulator`. The emulator answers
-frames on the configured python-can bus from its own thread; the node adds:
+frames on the configured python-can bus (``interface``, ``channel``) from its own thread; the
+joints' wiring is the bridge's (``joints.*`` of ``config/yam_damiao.yaml``, in its ``/**``
+section), the emulated robot the ``emulator.*`` group shared with the bridge's ``use_emulator``.
+The node adds (relative names: remap them in a launch file or with ``--ros-args -r``):
 
-* ``/sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched): the emulated robot's true
+* ``sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched): the emulated robot's true
   parameters (the payload merged into its body, plus ``payload.*``), like ``mujoco_sim``;
 * ``~/joint_states`` (``sensor_msgs/JointState``): the TRUE joint state (position, velocity,
   applied joint torque) at ``state_rate`` — ground truth next to what the bridge measures;
@@ -15,10 +19,10 @@ frames on the configured python-can bus from its own thread; the node adds:
 
   (JOINT = joint name or CAN ID). A bad command is logged and ignored.
 
-python-can's ``virtual`` bus only connects buses inside one process, so across processes use a
-real bus: ``interface: socketcan``, ``channel: vcan0`` (``ip link add dev vcan0 type vcan``), or
-``udp_multicast`` (needs ``msgpack``). In-process (the bridge's ``emulator: true``), the bridge
-constructs the emulator itself and this node is not needed.
+python-can's ``virtual`` bus only connects buses inside one process, so this node is for a bus
+shared between processes: ``interface: socketcan``, ``channel: vcan0`` (``ip link add dev vcan0
+type vcan``), or ``udp_multicast`` (needs ``msgpack``). Without hardware on one machine the
+bridge's own ``use_emulator: true`` is simpler (an emulated bus inside the bridge's process).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import math
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -35,48 +40,24 @@ from std_msgs.msg import String
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.hardware.codec import MotorState
-from sysid_ros.hardware.emulator import EmulatorJoint, MotorEmulator
+from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS, EmulatorOptions
+from sysid_ros.hardware.emulator import MotorEmulator
+from sysid_ros.hardware.wiring import WIRING_PARAMETERS, wiring_from_parameters
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: ``(name, default, description)``: the node's own parameters, then the ``emulator.*`` group
+#: (whose clock defaults to the wall clock here: the host is another process)
 PARAMETERS = (
     ("interface", "virtual", "python-can interface (virtual = this process only; socketcan for vcan0)"),
     ("channel", "damiao", "python-can channel"),
-    ("model_path", "", "MJCF driven by the emulator ('' = the package's default robot)"),
-    ("initial_pose", "home", "keyframe of the MJCF the arm starts in ('' = qpos0)"),
-    ("payload", "", "payload welded to a body: body=NAME,mass=KG,com=X,Y,Z[,inertia=...] ('' = none)"),
-    ("physics_rate", 1000.0, "[Hz] physics step rate"),
-    ("clock", "realtime", "realtime (physics follows the wall clock) | lockstep (a period per round)"),
-    ("lockstep_period", 0.0, "[s] physics per command round in lockstep (0 = one physics step)"),
-    ("timeout_registers", 0, "initial TIMEOUT register of every motor (50 us units, 0 = off, as shipped)"),
-    ("firmware", "v13", "v13 (low 8 ID bits compared, wrong mode misread) | legacy (exact IDs)"),
+    ("lockstep_period", 0.0, "[s] physics per command round, emulator.clock lockstep (0 = one physics step)"),
     ("state_rate", 100.0, "[Hz] ~/joint_states (true state) rate"),
-    ("truth_topic", "/sim/true_parameters", "latched true parameters (ParameterEstimate)"),
+    *((f"emulator.{name}", "realtime" if name == "clock" else default, description)
+      for name, default, description in EMULATOR_PARAMETERS),
 )
-JOINT_PARAMETERS = (
-    ("joints.names", ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6"], "MJCF joint names"),
-    ("joints.motors", ["DM4340", "DM4340", "DM4340", "DM4310", "DM4310", "DM4310"], "Damiao model per joint"),
-    ("joints.can_ids", [1, 2, 3, 4, 5, 6], "ESC_ID per motor"),
-    ("joints.master_ids", [17, 18, 19, 20, 21, 22], "MST_ID per motor (convention can_id + 0x10)"),
-    ("joints.directions", [1, 1, 1, 1, 1, 1], "+1/-1 between motor and joint"),
-    ("joints.position_offsets", [0.0] * 6, "[rad] joint position at motor zero"),
-    ("joints.gear_ratios", [1.0] * 6, "motor turns per joint turn"),
-)
-
-
-def parse_joints(values: dict) -> list[EmulatorJoint]:
-    """Per-joint parallel arrays (``joints.*``) → :class:`EmulatorJoint` list; clear errors."""
-    names = list(values["joints.names"])
-    for key, _, _ in JOINT_PARAMETERS:
-        if len(values[key]) != len(names):
-            raise SysIdError(f"{key} has {len(values[key])} entries, expected {len(names)} (one per joint "
-                             f"{names})")
-    return [EmulatorJoint(n, m, int(c), int(mi), int(d), float(o), float(g)) for n, m, c, mi, d, o, g in zip(
-        names, values["joints.motors"], values["joints.can_ids"], values["joints.master_ids"],
-        values["joints.directions"], values["joints.position_offsets"], values["joints.gear_ratios"],
-        strict=True)]
 
 
 class DamiaoEmulatorNode(Node):
@@ -84,24 +65,36 @@ class DamiaoEmulatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("damiao_emulator", **kwargs)
-        for name, default, description in (*PARAMETERS, *JOINT_PARAMETERS):
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name, _, _ in (*PARAMETERS, *JOINT_PARAMETERS)}
-        payload = Payload.parse(p["payload"]) if p["payload"] else None
+        for name, default, description in PARAMETERS:
+            numeric = isinstance(default, int | float) and not isinstance(default, bool)
+            self.declare_parameter(name, default, ParameterDescriptor(description=description,
+                                                                      dynamic_typing=numeric))
+        for w in WIRING_PARAMETERS:
+            kind = Parameter.Type.STRING_ARRAY if w.kind is str else None
+            descriptor = ParameterDescriptor(description=w.description, dynamic_typing=kind is None)
+            self.declare_parameter(f"joints.{w.key}", kind, descriptor)
+        p = {name: self.get_parameter(name).value for name, _, _ in PARAMETERS}
+        for w in WIRING_PARAMETERS:
+            value = self.get_parameter(f"joints.{w.key}").value
+            if value is not None:
+                p[f"joints.{w.key}"] = list(value)
+        options = EmulatorOptions.from_parameters(p)
+        payload = Payload.parse(options.payload) if options.payload else None
         self.emulator = MotorEmulator(
-            parse_joints(p), channel=p["channel"], interface=p["interface"],
-            model_path=p["model_path"] or None, initial_pose=p["initial_pose"] or None, payload=payload,
-            physics_rate=float(p["physics_rate"]),
-            clock=p["clock"], lockstep_period=float(p["lockstep_period"]) or None,
-            timeout_registers=int(p["timeout_registers"]), firmware=p["firmware"])
-        self._truth_pub = self.create_publisher(ParameterEstimate, p["truth_topic"], LATCHED)
+            wiring_from_parameters(p), channel=p["channel"], interface=p["interface"],
+            model_path=options.model_path or None, initial_pose=options.initial_pose or None, payload=payload,
+            physics_rate=options.physics_rate, clock=options.clock,
+            lockstep_period=float(p["lockstep_period"]) or None, timeout_registers=options.timeout_registers,
+            firmware=options.firmware)
+        self._truth_pub = self.create_publisher(ParameterEstimate, "sim/true_parameters", LATCHED)
         self._state_pub = self.create_publisher(JointState, "~/joint_states", qos_profile_sensor_data)
         self.create_subscription(String, "~/fault", self._on_fault, 10)
         self.create_timer(1.0 / float(p["state_rate"]), self._publish_state)
         self.emulator.start()
         ids = ", ".join(f"{j.name}=0x{j.can_id:X}/0x{j.master_id:X}" for j in self.emulator.joints)
-        self.get_logger().info(f"emulating {len(self.emulator.motors)} Damiao motors on {p['interface']}:"
-                               f"{p['channel']} ({ids}), {p['clock']} clock at {p['physics_rate']:g} Hz")
+        self.get_logger().info(f"emulating {len(self.emulator.motors)} Damiao motors on "
+                               f"{p['interface']}:{p['channel']} ({ids}), {options.clock} clock at "
+                               f"{options.physics_rate:g} Hz")
         # last: the latched truth is the sign that the emulator answers (a test may stop it then)
         self._publish_truth()
 

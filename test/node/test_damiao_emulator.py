@@ -1,5 +1,6 @@
 """The Damiao motor emulator answers real frame sequences on python-can's virtual bus like the
-firmware: registers, enable/disable, the MIT law moving MuJoCo's shafts, TIMEOUT, faults."""
+firmware: registers, enable/disable, the MIT law moving MuJoCo's shafts, TIMEOUT, faults; and the
+``damiao_emulator`` node in process (truth, true joint states, fault commands)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import can
 import mujoco
 import numpy as np
 import pytest
+from oracles.damiao_rig import CONFIG
 
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.hardware.codec import (
@@ -182,12 +184,13 @@ def test_mit_torque_moves_the_shaft_in_lockstep(direction):
         assert emu.sim_time == pytest.approx(0.200, abs=1e-12)
         moved = fb.position - fb0.position
         assert moved > 0.05  # the motor turned the way it was told
-        dof = int(emu._dof[0])
+        joint1 = mujoco.mj_name2id(emu.mj, mujoco.mjtObj.mjOBJ_JOINT, "joint1")
+        dof, qadr = int(emu.mj.jnt_dofadr[joint1]), int(emu.mj.jnt_qposadr[joint1])
         applied = decode_mit(encode_mit(MitCommand(0, 0, 0, 0, 2.0), limits), limits).torque  # 2.0034 N·m
         expected = _direct_simulation(emu, qpos0, qvel0, dof, [0.0] + [direction * 2.0 * applied] * 199)
         q = emu.joint_positions()
-        np.testing.assert_allclose(q[0], expected[emu._qadr[0]], atol=1e-12)
-        assert np.sign(q[0] - qpos0[emu._qadr[0]]) == direction
+        np.testing.assert_allclose(q[0], expected[qadr], atol=1e-12)
+        assert np.sign(q[0] - qpos0[qadr]) == direction
         # the last feedback shows the state after the last step, quantised to half a count
         p_motor = direction * 2.0 * (q[0] - 0.1)
         assert fb.position == pytest.approx(p_motor, abs=limits.pmax / 65535)
@@ -217,7 +220,7 @@ def test_position_hold_in_realtime():
         np.testing.assert_allclose(held, home, atol=0.05)
         for j in JOINTS:
             host.ask(j.can_id, special_frame(Special.DISABLE))
-        assert emu.wait_for(lambda: np.abs(emu.data.qpos[emu._qadr] - home).max() > 0.1, timeout=5.0)
+        assert emu.wait_for(lambda: np.abs(emu.joint_positions() - home).max() > 0.1, timeout=5.0)
     finally:
         emu.stop()
         host.bus.shutdown()
@@ -249,11 +252,15 @@ def test_a_starved_emulator_judges_the_timeout_by_bus_time(rig):
     emu, host = rig
     limits = MitLimits.for_model("DM4310")
     host.ask(5, special_frame(Special.ENABLE))
-    with emu._lock:  # starve the emulator thread
+
+    def starve() -> bool:  # wait_for holds the emulator's lock while it asks: its thread waits
         host.send(5, encode_mit(MitCommand(0, 0, 0, 0, 0.1), limits))
         held = time.monotonic() + 0.060
         while time.monotonic() < held:
             pass
+        return True
+
+    assert emu.wait_for(starve, timeout=1.0)
     reply = host.bus.recv(2.0)
     assert reply is not None
     assert decode_feedback(reply.data, limits).state is MotorState.ENABLED
@@ -350,7 +357,9 @@ def test_wrong_mode_is_misread_on_v13_and_ignored_on_legacy():
             else:
                 assert host.silent(0x001, mit)
             assert host.ask(0x101, encode_pos_vel(0.5, 1.0)).arbitration_id == 0x11
-            assert emu.motor(1)._mode_target == (0.5, 1.0)
+            # the pos-vel stand-in at rest 0.5 rad short of its target: speed limited to 1 rad/s,
+            # velocity loop kv = TMAX/10 → 2.8 N·m (a misread target would give something else)
+            assert emu.motor(1).torque(0.0, 0.0) == pytest.approx(28.0 / 10 * 1.0)
         finally:
             emu.stop()
             host.bus.shutdown()
@@ -420,13 +429,17 @@ def test_node_in_process_truth_state_and_faults(ros_domain_id):
     from std_msgs.msg import String
     from sysid_ros.msg import ParameterEstimate
 
+    from sysid_ros.hardware.bridge_config import load_parameters
     from sysid_ros.nodes.damiao_emulator import DamiaoEmulatorNode
 
     name = channel()
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_domain_id)
-    node = DamiaoEmulatorNode(context=context, parameter_overrides=[
-        Parameter("channel", value=name), Parameter("payload", value="body=link_6,mass=0.5,com=0,0,0.05")])
+    params = load_parameters(CONFIG, node_name="damiao_emulator")
+    params.update({"interface": "virtual", "channel": name,
+                   "emulator.payload": "body=link_6,mass=0.5,com=0,0,0.05"})
+    node = DamiaoEmulatorNode(context=context,
+                              parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
     probe = rclpy.create_node("probe", context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -465,81 +478,3 @@ def test_node_in_process_truth_state_and_faults(ros_domain_id):
         thread.join(timeout=10)
         host.bus.shutdown()
     assert not emu.running
-
-
-@pytest.mark.ros
-def test_node_process_publishes_truth_and_exits_cleanly(ros_domain_id):
-    """The installed executable as a real process: truth over DDS, clean exit on SIGINT, and a
-    clear one-line error (exit code 1) for a bad joint table."""
-    import subprocess
-    import sys
-    import threading
-    import time
-
-    from conftest import ROOT, stop_process
-
-    rclpy, SingleThreadedExecutor, latched = _ros()
-    from sysid_ros.msg import ParameterEstimate
-
-    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    script = str(ROOT / "scripts" / "damiao_emulator")
-    bad = subprocess.run([sys.executable, script, "--ros-args", "-p", "joints.can_ids:=[1, 2]"],
-                         env=env, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 1
-    assert "cannot start: joints.can_ids has 2 entries, expected 6" in bad.stderr
-
-    proc = subprocess.Popen([sys.executable, script, "--ros-args", "--params-file",
-                             str(ROOT / "config" / "yam_damiao_emulator.yaml"),
-                             "-p", "interface:=virtual", "-p", "channel:=process-test"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain_id)
-    node = rclpy.create_node("truth_probe", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    received = threading.Event()
-    truth: list = []
-    node.create_subscription(ParameterEstimate, "/sim/true_parameters",
-                             lambda m: (truth.append(m), received.set()), latched)
-    try:
-        end = time.monotonic() + 60.0
-        while not received.is_set() and time.monotonic() < end and proc.poll() is None:
-            executor.spin_once(timeout_sec=0.1)
-        assert received.is_set(), "no /sim/true_parameters from the emulator process"
-        assert truth[0].names[0] == "link_1.m" and len(truth[0].names) == len(truth[0].values)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-        output = stop_process(proc)
-    assert proc.returncode == 0, output
-    assert "emulating 6 Damiao motors on virtual:process-test" in output
-
-
-def test_firmware_model_details():
-    """One EmulatedMotor without a bus: position wrap in feedback, zeroing only while disabled,
-    XOUT/P_M reads, other-mode stand-ins and torque saturation at TMAX."""
-    from sysid_ros.hardware.emulator import EmulatedMotor
-
-    limits = MitLimits.for_model("DM4310")
-    motor = EmulatedMotor(EmulatorJoint("joint4", "DM4310", 4, 0x14))
-    fb = decode_feedback(motor.feedback(13.0, 0.0), limits)  # one turn past +PMAX wraps to −PMAX side
-    assert fb.position == pytest.approx(13.0 - 25.0, abs=limits.pmax / 65535)
-    motor.receive(4, special_frame(Special.SET_ZERO), 0.0, 1.0, 0.0)
-    assert decode_feedback(motor.feedback(1.5, 0.0), limits).position == pytest.approx(0.5, abs=1e-3)
-    reply = motor.receive(REGISTER_REQUEST_ID, read_register_frame(4, Register.XOUT), 0.0, 1.5, 0.0)
-    assert parse_register_reply(reply).value == pytest.approx(0.5, rel=1e-6)
-    reply = motor.receive(REGISTER_REQUEST_ID, read_register_frame(4, Register.P_M), 0.0, 1.5, 0.0)
-    assert parse_register_reply(reply).value == pytest.approx(0.5 * 10.0, rel=1e-6)  # GR 10
-    motor.receive(4, special_frame(Special.ENABLE), 0.0, 1.5, 0.0)
-    motor.receive(4, special_frame(Special.SET_ZERO), 0.0, 3.0, 0.0)  # ignored while enabled
-    assert motor.zero_offset == 1.0
-    motor.receive(4, encode_mit(MitCommand(0.0, 0.0, 500.0, 0.0, 0.0), limits), 0.0, 1.5, 0.0)
-    assert motor.torque(1.5, 0.0) == -10.0  # kp·(0 − 0.5) = −250 N·m saturated at −TMAX
-    motor.receive(4, special_frame(Special.DISABLE), 0.0, 1.5, 0.0)
-    motor.receive(REGISTER_REQUEST_ID, write_register_frame(4, Register.CTRL_MODE, 3), 0.0, 1.5, 0.0)
-    motor.receive(4, special_frame(Special.ENABLE), 0.0, 1.5, 0.0)
-    from sysid_ros.hardware.codec import encode_velocity
-
-    assert motor.receive(4, encode_velocity(2.0), 0.0, 1.5, 0.0) is not None  # DLC 4 in velocity mode
-    assert motor.torque(1.5, 0.0) == pytest.approx(10.0 / 10.0 * 2.0)  # kv = TMAX/10

@@ -1,0 +1,218 @@
+"""The bridge core against emulated motors on a python-can virtual bus, active phase, checked on
+the frames themselves (a bus monitor sees every frame): tracking and clamped fields, and every
+fail-safe — after the frame that shows a fault (or the cycle whose replies exceed the
+missed-reply limit) the bridge's next frames are the disable frames ``FF…FD`` to every motor, no
+further MIT round in between (within the same control period), and the motors end disabled;
+the command watchdog holds with damping, then disables; a start outside the joint limits enables
+nothing."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from oracles.damiao_rig import (
+    DM4310,
+    DM4340,
+    N_JOINTS,
+    WAIT,
+    assert_disabled_right_after,
+    is_mit,
+    is_special,
+    rigs,
+    wait_until,
+)
+
+from sysid_ros.hardware.bridge import BridgeError
+from sysid_ros.hardware.codec import MotorState, Special, decode_feedback, decode_mit
+from sysid_ros.hardware.motor_frames import StartupPoseError
+from sysid_ros.hardware.safety import CommandError, TripKind
+
+rig_factory = pytest.fixture(rigs, name="rig_factory")
+
+
+def test_tracking_and_clamped_frames(rig_factory):
+    # single commands, not a stream: no watchdog here; the hardware's wall-clock time base
+    rig = rig_factory(command_timeout=30.0, clock="realtime")
+    cfg = rig.config
+    rig.bridge.configure()
+    rig.bridge.activate()
+    assert rig.states() == [MotorState.ENABLED] * N_JOINTS
+    rig.run_cycles(10)
+    home = rig.samples[-1].position.copy()  # the feedback is the emulated shafts' state (16-bit counts)
+    np.testing.assert_allclose(home, rig.emulator.joint_positions(), atol=0.01)
+    # a step on joint1 is tracked (measured by the emulator's physics and by the feedback)
+    target = home.copy()
+    target[0] += 0.2
+    rig.bridge.submit_command(list(cfg.names), target.tolist(), kp=[60.0] * 6, kd=[6.0] * 6,
+                              effort=[0.0] * 6)
+    assert wait_until(lambda: abs(rig.samples[-1].position[0] - target[0]) < 0.01), rig.samples[-1]
+    assert abs(rig.emulator.joint_positions()[0] - target[0]) < 0.015
+    # out-of-range command: every field of the frame on the bus is clamped
+    rig.bridge.submit_command(["joint1", "joint4", "no_such_joint"], [9.0, -9.0, 0.0],
+                              velocity=[99.0, -99.0, 0.0], effort=[99.0, -99.0, 0.0], kp=[1000.0, -3.0, 0.0],
+                              kd=[7.0, 0.5, 0.0])
+    mark = len(rig.monitor.frames)
+    assert wait_until(lambda: sum(is_mit(f) for f in rig.monitor.frames[mark:]) >= 2 * N_JOINTS)
+    frames = [f for f in rig.monitor.frames[mark:] if is_mit(f)]
+    j1 = decode_mit(next(f.data for f in reversed(frames) if f.arbitration_id == 1), DM4340)
+    j4 = decode_mit(next(f.data for f in reversed(frames) if f.arbitration_id == 4), DM4310)
+    half_count_p = 25.0 / 65535
+    assert j1.position == pytest.approx(cfg.joints[0].position_max, abs=half_count_p)
+    assert j4.position == pytest.approx(cfg.joints[3].position_min, abs=half_count_p)
+    assert j1.velocity == pytest.approx(cfg.joints[0].velocity_limit, abs=20.0 / 4095)
+    assert j4.velocity == pytest.approx(-cfg.joints[3].velocity_limit, abs=60.0 / 4095)
+    assert j1.torque == pytest.approx(cfg.joints[0].torque_limit, abs=56.0 / 4095)
+    assert j4.torque == pytest.approx(-cfg.joints[3].torque_limit, abs=20.0 / 4095)
+    assert j1.kp == pytest.approx(500.0) and j1.kd == pytest.approx(5.0)  # MIT ranges
+    assert j4.kp == 0.0
+    assert rig.bridge.status().counters["unknown_names"] == 1
+    # NaN: the whole command is refused, the frames do not change
+    with pytest.raises(CommandError, match="non-finite position"):
+        rig.bridge.submit_command(["joint1"], [float("nan")])
+    mark = len(rig.monitor.frames)
+    assert wait_until(lambda: sum(f.arbitration_id == 1 for f in rig.monitor.frames[mark:]) >= 3)
+    assert rig.bridge.last_frame(0) == next(f.data for f in frames[::-1] if f.arbitration_id == 1)
+    assert rig.bridge.status().counters["rejected"] == 1
+    assert rig.bridge.trip is None
+    assert rig.bridge.deactivate() == []
+    assert rig.states() == [MotorState.DISABLED] * N_JOINTS
+
+
+FAULTS = ("over_temperature", "comm_loss", "dropped_replies", "bus_off")
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog):
+    rig = rig_factory(max_missed_replies=10, motor_timeout=0.5)
+    emu = rig.emulator
+    rig.bridge.configure()
+    rig.bridge.activate()
+    rig.run_cycles(20)
+    assert rig.trips == [], f"tripped before any fault was injected: {rig.trips}"
+    mark = len(rig.monitor.frames)
+    with caplog.at_level(logging.INFO):
+        if fault == "over_temperature":
+            emu.inject_overtemperature("joint5", "mosfet")
+        elif fault == "comm_loss":
+            emu.inject_comm_loss("joint2")
+        elif fault == "dropped_replies":
+            emu.drop_replies("joint6", 1000)
+        else:
+            emu.inject_bus_off()
+        assert wait_until(lambda: rig.trips), "no trip"  # reported after the disable round
+        trip = rig.bridge.trip
+        if fault != "bus_off":  # the monitor reads the bus on its own thread: let it catch up
+            assert wait_until(lambda: {f.arbitration_id for f in rig.monitor.frames[mark:]
+                                       if is_special(f, Special.DISABLE)} == set(range(1, N_JOINTS + 1)))
+        frames = rig.monitor.snapshot()[mark:]
+        if fault == "over_temperature":
+            assert trip.kind == TripKind.MOTOR_FAULT and trip.joint == "joint5"
+            hot = round(emu.motor("joint5").t_mos)
+            assert "MOSFET over-temperature" in trip.message and f"MOSFET {hot} °C" in trip.message
+            seen = next(k for k, f in enumerate(frames) if f.arbitration_id == 0x15
+                        and decode_feedback(f.data, DM4310).state == 0xB)
+            assert_disabled_right_after(frames, seen)
+            assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * 4
+                              + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED])
+        elif fault in ("comm_loss", "dropped_replies"):
+            joint, master = ("joint2", 0x12) if fault == "comm_loss" else ("joint6", 0x16)
+            assert trip.kind == TripKind.MISSED_REPLIES and trip.joint == joint
+            assert "missed 11 replies in a row (limit 10)" in trip.message
+            last_reply = max(k for k, f in enumerate(frames) if f.arbitration_id == master) \
+                if any(f.arbitration_id == master for f in frames) else -1
+            rounds = [f for f in frames[last_reply + 1:] if is_mit(f) and f.arbitration_id == master - 0x10]
+            # never before the limit: ≥ 10 rounds after the last reply on the bus (11 missed counted
+            # when that last reply came after its cycle's deadline: a late reply is a missed one)
+            assert len(rounds) >= 10
+            last_mit = max(k for k, f in enumerate(frames) if is_mit(f))
+            assert_disabled_right_after(frames, last_mit - N_JOINTS)
+            if fault == "comm_loss":  # the cut-off motor stops itself: its CAN TIMEOUT (0.5 s) expires
+                assert emu.wait_for(lambda: emu.motor("joint2").state == MotorState.COMM_LOST, WAIT)
+                assert [s for k, s in enumerate(rig.states()) if k != 1] == [MotorState.DISABLED] * 5
+            else:
+                assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS), rig.states()
+        else:  # bus-off: nothing can be sent any more; the motors' own TIMEOUT stops them
+            assert trip.kind == TripKind.BUS_ERROR
+            assert "bus-off" in trip.message and "Likely cause" in trip.message
+            assert "unpowered motors" in trip.message or "termination" in trip.message
+            assert emu.wait_for(lambda: all(m.state == MotorState.COMM_LOST for m in emu.motors), WAIT)
+            errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+            assert len(errors) <= 2, [r.getMessage() for r in errors]
+            assert not any("Traceback" in r.getMessage() for r in caplog.records)
+    assert any("ALL MOTORS DISABLED" in r.getMessage() for r in caplog.records)
+    # the bridge is still alive and reports
+    status = rig.bridge.status()
+    assert status.phase == "active" and status.trip is trip and len(rig.trips) == 1
+    assert rig.bridge.deactivate() is not None
+
+
+def test_fault_then_reactivation_after_clear(rig_factory):
+    rig = rig_factory()
+    rig.bridge.configure()
+    rig.bridge.activate()
+    rig.run_cycles(5)
+    rig.emulator.inject_overtemperature("joint1", "coil")
+    assert wait_until(lambda: rig.bridge.trip is not None)
+    rig.bridge.deactivate()
+    with pytest.raises(BridgeError, match="joint1 0xC coil over-temperature"):
+        rig.bridge.activate()  # still hot: clear-error does not clear it
+    rig.emulator.cool_down("joint1")
+    rig.bridge.activate()  # clear-error (0xFB) then enable
+    assert rig.bridge.trip is None and rig.states() == [MotorState.ENABLED] * N_JOINTS
+    assert any(is_special(f, Special.CLEAR_ERROR) and f.arbitration_id == 1 for f in rig.monitor.frames)
+
+
+def test_exception_in_the_loop_disables_every_motor(rig_factory):
+    count = [0]
+
+    def failing(sample) -> None:
+        count[0] += 1
+        if count[0] == 30:
+            raise RuntimeError("publisher exploded")
+
+    rig = rig_factory(on_sample=failing)
+    rig.bridge.configure()
+    rig.bridge.activate()
+    assert wait_until(lambda: rig.bridge.trip is not None)
+    assert rig.bridge.trip.kind == TripKind.EXCEPTION
+    assert "RuntimeError: publisher exploded" in rig.bridge.trip.message
+    assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS)
+    # the monitor reads on its own thread: wait for the disable frames of the start and of the trip
+    assert wait_until(lambda: sum(is_special(f, Special.DISABLE) for f in rig.monitor.frames) >= 2 * N_JOINTS)
+
+
+def test_watchdog_holds_with_damping_then_disables(rig_factory):
+    rig = rig_factory(command_timeout=0.05, hold_timeout=0.3)
+    cfg = rig.config
+    rig.bridge.configure()
+    rig.bridge.activate()
+    rig.run_cycles(5)
+    target = rig.samples[-1].position + np.array([0.0, 0.0, 0.0, 0.1, 0.0, 0.0])
+    rig.bridge.submit_command(list(cfg.names), target.tolist(), velocity=[0.3] * 6, effort=[0.2] * 6,
+                              kp=[40.0] * 6, kd=[2.0] * 6)
+    assert wait_until(lambda: rig.bridge.status().mode == "hold")
+    mark = len(rig.monitor.frames)
+    assert wait_until(lambda: sum(f.arbitration_id == 4 for f in rig.monitor.frames[mark:]) >= 2)
+    held = decode_mit(next(f.data for f in rig.monitor.frames[mark:] if f.arbitration_id == 4), DM4310)
+    assert held.velocity == pytest.approx(0.0, abs=60 / 4095)
+    assert held.torque == pytest.approx(0.0, abs=20 / 4095)
+    assert held.kp == pytest.approx(cfg.joints[3].kp, abs=0.2)
+    assert held.kd == pytest.approx(cfg.joints[3].kd, abs=0.01)
+    assert wait_until(lambda: rig.bridge.trip is not None)
+    assert rig.bridge.trip.kind == TripKind.WATCHDOG and "no MotorCommand for" in rig.bridge.trip.message
+    assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS)
+    rig.bridge.submit_command(["joint1"], [0.0])  # a late command does not re-enable anything
+    rig.run_cycles(1)
+    assert rig.states() == [MotorState.DISABLED] * N_JOINTS
+
+
+def test_startup_outside_the_limits_is_refused_without_enabling(rig_factory):
+    # joint1 (vertical axis: gravity does not move it) range [-2.618, 3.054]; -3 + 2π is outside too
+    rig = rig_factory(initial_pose=[-3.0, 1.047, 1.047, 0.0, 0.0, 0.0])
+    rig.bridge.configure()
+    with pytest.raises(StartupPoseError, match=r"joint1: at -[23]\.\d+ rad, outside its limits"):
+        rig.bridge.activate()
+    assert not any(is_special(f, Special.ENABLE) for f in rig.monitor.frames)
+    assert rig.states() == [MotorState.DISABLED] * N_JOINTS

@@ -1,0 +1,230 @@
+"""The ``damiao_bridge`` node as a real process (``use_emulator``: motors emulated inside it),
+over DDS on this machine: commands tracked and every motor disabled on SIGINT, the payload
+estimate converging through the hardware graph (replay file, and the launch file's graph as
+processes), and the motors disabled when a program using the bridge exits without a word."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import DEFAULT_ROBOT, ROOT, stop_process
+from oracles.damiao_rig import CONFIG, Listener, wait_until
+
+
+@pytest.fixture
+def bridge_process(ros_domain_id):
+    """``start(*params) -> Popen``: the bridge node process on the YAM parameters file with emulated
+    motors, autostarted, with ``-p`` overrides; SIGINT-ed (and its output shown) after the test."""
+    pytest.importorskip("rclpy")
+    procs = []
+
+    def start(*params: str) -> subprocess.Popen:
+        env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sysid_ros.nodes.damiao_bridge", "--ros-args",
+             "--params-file", str(CONFIG), "-p", "use_emulator:=true", "-p", "autostart:=true",
+             *[a for p in params for a in ("-p", p)]],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        print(stop_process(proc)[-4000:])  # shown when a test fails
+
+
+@pytest.mark.ros
+def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_process, ros_domain_id):
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    proc = bridge_process("rate:=500", "max_missed_replies:=50", "motor_timeout:=1.0")  # an int rate
+    ros = Listener(ros_domain_id)
+    try:
+        assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"
+        first = ros.states[-1][1]
+        assert list(first.name) == [f"joint{i}" for i in range(1, 7)]
+        q0 = np.array(first.position)
+        ramp, amplitude = 1.0, 0.3
+        sent = []
+        start = time.monotonic()
+        while (t := time.monotonic() - start) < ramp + 1.0:  # 100 Hz stream: ramp joint1, hold the rest
+            target = q0.copy()
+            target[0] += amplitude * min(t / ramp, 1.0)
+            ros.command(first.name, target)
+            sent.append((time.monotonic(), target[0]))
+            time.sleep(0.01)
+        stamps = np.array([t for t, _ in ros.states])
+        q1 = np.array([m.position[0] for _, m in ros.states])
+        cmd = np.interp(stamps, [t for t, _ in sent], [x for _, x in sent])
+        moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
+        assert moving.sum() > 50
+        error = np.abs(q1[moving] - cmd[moving])  # includes the DDS round trip and loop latency
+        assert np.nanmedian(error) < 0.03 and np.nanmax(error) < 0.1, error  # tracks the 0.3 rad/s ramp
+        assert abs(np.nanmedian(q1[-20:]) - (q0[0] + amplitude)) < 0.01  # and settles on the target
+        loop = ros.status("damiao_bridge: control loop")
+        assert loop is not None and loop.level == DiagnosticStatus.OK
+        values = {kv.key: kv.value for kv in loop.values}
+        assert values["mode"] == "track" and float(values["rate_hz"]) > 0.0  # loop timing is reported
+        assert {"period_p99_us", "jitter_us", "overruns", "missed_cycles"} <= set(values)
+        assert proc.poll() is None
+    finally:
+        ros.close()
+    log = stop_process(proc)
+    assert proc.returncode == 0, log
+    assert "all 6 motors disabled (deactivate), confirmed" in log
+    assert "emulator motor states at stop: joint1=0x0, joint2=0x0, joint3=0x0, joint4=0x0, joint5=0x0, " \
+           "joint6=0x0" in log
+    assert "Traceback" not in log
+
+
+@pytest.fixture
+def excitation_file(tmp_path):
+    """An exported excitation (Fourier period 8 s, 16 s, ramps in and out, nominal feed-forward) at 500 Hz."""
+    from sysid_ros.core.data.trajectory_file import write_trajectory_file
+    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+    from sysid_ros.core.excitation.plan import ExcitationPlan
+    from sysid_ros.core.model.robot import RobotModel
+
+    model = RobotModel.from_mjcf(DEFAULT_ROBOT)
+    limits = Limits.of(model)
+    trajectory = FourierTrajectory.random(limits, harmonics=5, period=8.0, seed=0)
+    plan = ExcitationPlan.build(model, trajectory, np.array([0.0, 1.047, 1.047, 0.0, 0.0, 0.0]),
+                                excitation_time=16.0, ramp_time=1.0)
+    return write_trajectory_file(tmp_path / "excitation.csv", plan.sampled(500.0))
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_acceptance_payload_estimate_converges_through_the_hardware_graph(bridge_process, excitation_file,
+                                                                          ros_domain_id):
+    """Bridge replaying an exported excitation on emulated motors carrying an unknown 0.8 kg payload,
+    its joint states over DDS into the estimator node (RLS log-det, payload target, uninformative
+    prior): the estimated payload converges to the emulator's truth."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Bool
+    from sysid_ros.msg import ParameterEstimate
+
+    mass, com = 0.8, np.array([0.02, -0.01, 0.06])
+    bridge = bridge_process("rate:=500.0", "max_missed_replies:=50", "motor_timeout:=1.0",
+                            f"replay_file:={excitation_file}",
+                            "replay_ramp_time:=1.0",
+                            f"emulator.payload:=body=link_6,mass={mass},com={','.join(map(str, com))}")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    estimator = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", "target:=link_6",
+         "-p", "method:=rls_logdet", "-p", "prior:=uninformative", "-p", "sample_rate:=500.0",
+         "-p", "publish_rate:=5.0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ros = Listener(ros_domain_id)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    estimates, done, truth = [], [], []
+    ros.node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, latched)
+    ros.node.create_subscription(Bool, "/damiao_bridge/replay_done", lambda m: done.append(m.data), latched)
+    ros.node.create_subscription(ParameterEstimate, "/sim/true_parameters", truth.append, latched)
+    try:
+        assert wait_until(lambda: True in done, 120.0), f"the replay did not finish: {done}"
+        count = len(estimates)
+        assert wait_until(lambda: len(estimates) > count + 2, 30.0)  # estimates after the last samples
+        final = estimates[-1]
+        assert final.target == "link_6" and final.names[0] == "payload.m"
+        assert all(e.physically_consistent for e in estimates)
+        assert final.sample_count > 3000
+        assert final.values[0] == pytest.approx(mass, rel=0.05)             # payload mass [kg]
+        np.testing.assert_allclose(np.array(final.values[1:4]) / final.values[0], com, atol=0.015)  # CoM [m]
+        names = dict(zip(truth[-1].names, truth[-1].values, strict=True))  # the emulator publishes the truth
+        assert names["payload.m"] == pytest.approx(mass)
+        assert np.isfinite(final.divergence_to_truth)
+        assert bridge.poll() is None and estimator.poll() is None
+    finally:
+        ros.close()
+        est_log = stop_process(estimator)
+    log = stop_process(bridge)
+    assert bridge.returncode == 0 and estimator.returncode == 0, est_log[-2000:]
+    assert "replay of" in log and "done" in log
+    assert "emulator motor states at stop: joint1=0x0" in log
+
+
+ATEXIT_SCRIPT = """
+import atexit, sys
+from sysid_ros.hardware.bridge import Bridge
+from sysid_ros.hardware.bridge_config import load_bridge_config
+from sysid_ros.hardware.emulator import MotorEmulator
+config = load_bridge_config(sys.argv[1], interface="virtual", channel="atexit", rate=250.0,
+                            max_missed_replies=50, motor_timeout=0.0)
+emulator = MotorEmulator(config.joints, channel="atexit", interface="virtual", clock="lockstep",
+                         lockstep_period=config.period).start()
+# registered first, so it runs after the bridge's own exit handler (atexit is last-in, first-out)
+atexit.register(lambda: print("states at exit:", [int(m.state) for m in emulator.motors], flush=True))
+bridge = Bridge(config, timebase="rounds")
+bridge.configure()
+bridge.activate()
+assert emulator.wait_for(lambda: all(m.frames_received > 50 for m in emulator.motors), 10.0)
+print("enabled:", [int(m.state) for m in emulator.motors], flush=True)
+raise SystemExit("the program ends without a word to the bridge")
+"""
+
+
+def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
+    """Interpreter exit (here an uncaught SystemExit) runs the bridge's atexit handler: every motor
+    is disabled (motor timeout off, so only the bridge can have done it)."""
+    script = tmp_path / "exit_without_shutdown.py"
+    script.write_text(ATEXIT_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), str(CONFIG)], capture_output=True, text=True,
+                         timeout=60)
+    assert "enabled: [1, 1, 1, 1, 1, 1]" in out.stdout, out.stdout + out.stderr
+    assert "states at exit: [0, 0, 0, 0, 0, 0]" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 1 and "the program ends without a word to the bridge" in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_hardware_launch_graph_converges(bridge_process, ros_domain_id):
+    """The graph of launch/hardware_identify.launch.py with use_emulator:=true, as processes with
+    the same parameter files and overrides: trajectory_publisher (shipped optimised excitation,
+    10 s) → /motor_command → damiao_bridge (emulated motors, unknown 0.8 kg payload) →
+    /joint_states → estimator (payload target). The payload estimate converges to the truth."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import Bool
+    from sysid_ros.msg import ParameterEstimate
+
+    mass, com = 0.8, np.array([0.02, -0.01, 0.06])
+    rate = 500.0
+    bridge = bridge_process(f"rate:={rate}", "max_missed_replies:=50", "motor_timeout:=1.0",
+                            f"emulator.payload:=body=link_6,mass={mass},com={','.join(map(str, com))}")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    config = ROOT / "config"
+    optimised = config / "excitation" / "yam_damiao_optimized.json"
+    nodes = (("trajectory_publisher", ["excitation_time:=10.0", f"coefficients_file:={optimised}"]),
+             ("estimator", [f"sample_rate:={rate}", "target:=link_6", "method:=rls_logdet",
+                            "prior:=uninformative", "reliable_input:=true", "publish_rate:=5.0"]))
+    others = [subprocess.Popen([sys.executable, "-m", f"sysid_ros.nodes.{name}", "--ros-args",
+                                "--params-file", str(config / f"{name}.yaml"),
+                                *[a for p in params for a in ("-p", p)]],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+              for name, params in nodes]
+    ros = Listener(ros_domain_id)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    estimates, done = [], []
+    ros.node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, latched)
+    ros.node.create_subscription(Bool, "/trajectory_publisher/done", lambda m: done.append(m.data), latched)
+    try:
+        assert wait_until(lambda: True in done, 150.0), f"the excitation did not finish: {done}"
+        count = len(estimates)
+        assert wait_until(lambda: len(estimates) > count + 2, 30.0)
+        final = estimates[-1]
+        assert final.values[0] == pytest.approx(mass, rel=0.05)                                 # [kg]
+        np.testing.assert_allclose(np.array(final.values[1:4]) / final.values[0], com, atol=0.01)  # [m]
+        assert all(e.physically_consistent for e in estimates)
+        assert bridge.poll() is None and all(p.poll() is None for p in others)
+    finally:
+        ros.close()
+        logs = [stop_process(p) for p in others]
+    log = stop_process(bridge)
+    assert bridge.returncode == 0 and [p.returncode for p in others] == [0, 0], logs
+    assert "emulator motor states at stop: joint1=0x0" in log and "ALL MOTORS DISABLED" not in log
