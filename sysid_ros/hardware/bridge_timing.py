@@ -28,12 +28,6 @@ class TimingSummary:
     overruns: int
     missed: int
 
-    def as_text(self) -> str:
-        return (f"{self.rate:.1f} Hz over {self.cycles} cycles; period mean {1e6 * self.mean:.1f} us, "
-                f"p50 {1e6 * self.p50:.1f} us, p99 {1e6 * self.p99:.1f} us, max {1e6 * self.max:.1f} us, "
-                f"jitter (std) {1e6 * self.jitter:.1f} us; work mean {1e6 * self.work_mean:.1f} us, "
-                f"max {1e6 * self.work_max:.1f} us; overruns {self.overruns}, missed cycles {self.missed}")
-
 
 class LoopTiming:
     """Ring buffers of the last ``window`` cycle periods and work durations [s]; ``keep_all``

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import can
@@ -79,9 +79,6 @@ class EmulatorOptions:
                 raise ConfigError(f"{PREFIX}{name}: expected {KIND_TEXT[type(default)]}, "
                                   f"got {value!r}") from None
         return cls(**values)
-
-    def replace(self, **changes: Any) -> EmulatorOptions:
-        return EmulatorOptions(**{**{f.name: getattr(self, f.name) for f in fields(self)}, **changes})
 
 
 class EmulatedBus:

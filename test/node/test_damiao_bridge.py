@@ -121,3 +121,21 @@ def test_topic_names_come_from_remapping(ros_domain_id):
     finally:
         node.destroy_node()
         ros.close()
+
+
+def test_command_line_overrides_win_over_the_shipped_file(ros_domain_id):
+    """rcl puts ``-p`` overrides into the file's ``/**`` section: with the shared wiring in a
+    ``/**`` section placed last, they still override the bridge's own section."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id,
+               args=["--ros-args", "--params-file", str(CONFIG), "-p", "rate:=500",
+                     "-p", "interface:=virtual", "-p", "joints.kp:=[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]"])
+    node = DamiaoBridgeNode(context=context)
+    try:
+        assert node.get_parameter("rate").value == 500 and node.get_parameter("interface").value == "virtual"
+        assert list(node.get_parameter("joints.kp").value) == [1.0] * N_JOINTS
+        assert list(node.get_parameter("joints.names").value) == [f"joint{i}" for i in range(1, 7)]  # /**
+        assert node.get_parameter("joints.position_max").value[0] == pytest.approx(3.05433)  # its own section
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
