@@ -20,7 +20,7 @@ command-type frame since the last advance), so a host that commands every motor 
 sees exactly one period of physics per cycle whatever its timing jitter — deterministic runs for
 tests. In both modes the TIMEOUT watchdog runs on the wall clock (a motor's own clock).
 
-**What the firmware model covers (and how, where the notes are silent — inference):**
+**What the firmware model covers (and how, where the manual is silent — inference):**
 
 * addressing: ``firmware="v13"`` compares only the low 8 bits of the arbitration ID (firmware
   V13+), so a frame sent for another mode's offset is **misread** as the motor's current mode
@@ -31,7 +31,7 @@ tests. In both modes the TIMEOUT watchdog runs on the wall clock (a motor's own 
   special commands and refresh; register replies after read/write/save. No reply: a read or
   write of an unknown RID, a write to a read-only register, a save while enabled, a payload of
   the wrong length. A write of an invalid value (CTRL_MODE 7, negative TIMEOUT...) is echoed but
-  not stored (read it back to verify, as the notes advise).
+  not stored (read it back to verify, as the manual advises).
 * ESC_ID, MST_ID and CAN_BR writes are stored but take effect only after a save and
   :meth:`EmulatedMotor.power_cycle`; all other registers act at once.
 * enable while a fault is latched is ignored (the reply shows the fault); CLEAR_ERROR (0xFB)
@@ -818,6 +818,10 @@ class _BusOffAwareBus(can.BusABC):
             raise can.CanOperationError("Failed to transmit: [Errno 105] No buffer space available",
                                         error_code=errno.ENOBUFS)
         self._inner.send(msg, timeout)
+
+    def recv(self, timeout: float | None = None) -> can.Message | None:
+        """The inner bus's next frame (its own filters apply; no second layer on the hot path)."""
+        return self._inner.recv(timeout)
 
     def _recv_internal(self, timeout: float | None) -> tuple[can.Message | None, bool]:
         return self._inner.recv(timeout), False
