@@ -29,7 +29,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
-from sysid_ros.core.online import CausalConditioner  # noqa: E402
+from sysid_ros.core.model.target import payload_target  # noqa: E402
+from sysid_ros.core.online import OnlineOptions, OnlineSession  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset  # noqa: E402
 from sysid_ros.nodes.processes import NodeProcess  # noqa: E402
@@ -38,9 +39,9 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def stream(run, args):
-    """Stream ``run`` in real time; return (last estimate, catch-up time [s], send time [s],
-    failed publishes)."""
+def stream(run, args, expected: int):
+    """Stream ``run`` in real time; wait until an estimate covers ``expected`` updates; return
+    (last estimate, catch-up time [s], send time [s], failed publishes)."""
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain)
     node = rclpy.create_node("stream", context=context)
@@ -72,10 +73,6 @@ def stream(run, args):
         if lag > 0:
             time.sleep(lag)
     sent_done = time.perf_counter()
-    # the node withholds the samples of its filters' start-up transient (settling time)
-    cutoff = min(50.0, 0.45 * args.rate)
-    settle = CausalConditioner(len(run.joint_names), args.rate, cutoff, settle="auto").settle
-    expected = len(run) - int(np.ceil(settle * args.rate)) - 3
     while time.perf_counter() < sent_done + 15:
         m = latest.get("msg")
         if m is not None and m.sample_count >= expected:
@@ -104,8 +101,11 @@ def main() -> int:
     node = NodeProcess("estimator", domain_id=args.domain, overrides={
         "model_path": str(model_path), "target": "hand", "alpha": 10.0, "sample_rate": float(args.rate),
         "publish_rate": 20.0, "reliable_input": True})
+    # the node's session withholds the samples of its filters' start-up transient (settling time)
+    settle = OnlineSession(payload_target(model, "hand"), OnlineOptions(sample_rate=float(args.rate))).settle
+    expected = len(run) - int(np.ceil(settle * args.rate)) - 3
     try:
-        m, caught_up, sent_time, failed = stream(run, args)
+        m, caught_up, sent_time, failed = stream(run, args, expected)
     finally:  # the node process never outlives the benchmark
         exit_code = node.stop()
     out = node.output

@@ -121,3 +121,15 @@ def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domai
     assert estimator_process.returncode == 0
     assert "non-finite joint state rejected (rejected_nan: 1)" in log
     assert "stale or out-of-order joint state" in log and "(rejected_stale: 1)" in log
+
+
+def test_estimator_refuses_bad_session_options(ros_domain_id):
+    """The node's session parameters are checked by the core's OnlineOptions: a bad value stops
+    the node at start with the reason (exit status 1)."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    out = subprocess.run(
+        [sys.executable, "-m", "sysid_ros.nodes.estimator", "--ros-args", "-p", f"model_path:={MODEL}",
+         "-p", "target:=hand", "-p", "gap_periods:=0.5"],
+        env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "cannot start: gap_periods must be > 1" in out.stderr
