@@ -1,7 +1,9 @@
-"""launch_testing: the real hardware_identify launch file with ``use_emulator:=true`` starts the
-bridge (in-process emulated motors), the trajectory publisher and the estimator; joint states flow
-from the bridge, the excitation moves the arm, estimates are published, and every process exits
-cleanly on shutdown. Runs on a ROS install with launch_testing (colcon test); skipped elsewhere."""
+"""launch_testing: the real hardware_identify launch file with ``use_emulator:=true`` starts its one
+bridge node (which builds an emulated bus in its own process), the trajectory publisher and the
+estimator; joint states flow from the bridge (its relative topics remapped to the graph's), the
+excitation moves the arm, estimates are published, and every process exits cleanly on shutdown
+with the motors disabled. Runs on a ROS install with launch_testing (colcon test); skipped
+elsewhere."""
 
 from __future__ import annotations
 
@@ -77,3 +79,4 @@ class TestShutdown(unittest.TestCase):
                        for out in proc_output[proc])
         self.assertIn("all 6 motors disabled", text)
         self.assertIn("emulator motor states at stop: joint1=0x0", text)
+        self.assertEqual(text.count("EMULATED motors on virtual channel"), 1)  # one bridge node

@@ -61,7 +61,7 @@ WORKED = MitCommand(position=0.0, velocity=0.0, kp=10.0, kd=0.5, torque=0.0)
 
 
 def test_worked_example_is_the_truncating_encoder():
-    """The notes' example is the reference (truncating) encoder's output, byte for byte."""
+    """The worked example is Damiao's reference (truncating) encoder's output, byte for byte."""
     assert encode_mit(WORKED, DM4310, truncate=True) == bytes.fromhex("7F FF 7F F0 51 19 97 FF")
 
 
@@ -161,7 +161,7 @@ def test_states():
 
 # --- model table ------------------------------------------------------------------------------
 
-NOTES_TABLE = {  # the DM-J default mapping ranges (PMAX/VMAX/TMAX), common defaults
+DEFAULTS_TABLE = {  # the DM-J default mapping ranges (PMAX/VMAX/TMAX), common defaults
     "DM3507": (12.566, 50, 5), "DM4310": (12.5, 30, 10), "DM4310-48V": (12.5, 50, 10),
     "DM4340": (12.5, 10, 28), "DM4340-48V": (12.5, 10, 28), "DM6006": (12.5, 45, 20),
     "DM6248": (12.566, 20, 120), "DM8006": (12.5, 45, 40), "DM8009": (12.5, 45, 54),
@@ -170,9 +170,9 @@ NOTES_TABLE = {  # the DM-J default mapping ranges (PMAX/VMAX/TMAX), common defa
 }
 
 
-def test_limit_table_is_the_notes_table_and_one_table():
-    assert set(DAMIAO_LIMITS) == set(NOTES_TABLE) == set(DAMIAO_MOTORS)
-    for name, (p, v, t) in NOTES_TABLE.items():
+def test_limit_table_is_the_manual_table_and_one_table():
+    assert set(DAMIAO_LIMITS) == set(DEFAULTS_TABLE) == set(DAMIAO_MOTORS)
+    for name, (p, v, t) in DEFAULTS_TABLE.items():
         lim = MitLimits.for_model(name)
         assert (lim.pmax, lim.vmax, lim.tmax, lim.kp_max, lim.kd_max) == (p, v, t, 500.0, 5.0)
         assert DAMIAO_MOTORS[name].defaults == (p, v, t)
