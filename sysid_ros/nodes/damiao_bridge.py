@@ -35,7 +35,9 @@ import logging
 import math
 import sys
 import threading
+from typing import Literal
 
+import can
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
@@ -111,7 +113,8 @@ class DamiaoBridgeNode(LifecycleNode):
                 params[f"joints.{p.key}"] = list(value)
         return params
 
-    def _open_emulated_bus(self, config: BridgeConfig, params: dict) -> tuple[BridgeConfig, object, str]:
+    def _open_emulated_bus(self, config: BridgeConfig,
+                           params: dict) -> tuple[BridgeConfig, can.BusABC, Literal["wall", "rounds"]]:
         """Emulated motors for the configured joints on a private virtual channel: the config
         pointed at that channel, the bus to hand to the bridge and the bridge's time base."""
         from sysid_ros.hardware.emulated_bus import EmulatedBus, EmulatorOptions
