@@ -60,11 +60,18 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
             time.sleep(0.01)
         stamps = np.array([t for t, _ in ros.states])
         q1 = np.array([m.position[0] for _, m in ros.states])
-        cmd = np.interp(stamps, [t for t, _ in sent], [x for _, x in sent])
         moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
         assert moving.sum() > 50
-        error = np.abs(q1[moving] - cmd[moving])  # includes the DDS round trip and loop latency
-        assert np.nanmedian(error) < 0.03 and np.nanmax(error) < 0.1, error  # tracks the 0.3 rad/s ramp
+
+        def tracking_error(lag: float) -> np.ndarray:  # state against the command sent `lag` s earlier
+            cmd = np.interp(stamps[moving] - lag, [t for t, _ in sent], [x for _, x in sent])
+            return np.abs(q1[moving] - cmd)
+
+        # The DDS round trip and the loop's latency grow with the host's load: what must hold is that
+        # the joint follows the 0.3 rad/s ramp's shape, with some delay up to 0.3 s (bounded).
+        lag = min(np.arange(0.0, 0.3, 0.005), key=lambda d: np.nanmedian(tracking_error(d)))
+        error = tracking_error(lag)
+        assert np.nanmedian(error) < 0.01 and np.nanmax(error) < 0.05, (lag, error)
         assert abs(np.nanmedian(q1[-20:]) - (q0[0] + amplitude)) < 0.01  # and settles on the target
         loop = ros.status("damiao_bridge: control loop")
         assert loop is not None and loop.level == DiagnosticStatus.OK
