@@ -54,6 +54,7 @@ from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS
 from sysid_ros.hardware.safety import CommandError, Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.conversions import to_truth_msg
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -126,8 +127,7 @@ class DamiaoBridgeNode(LifecycleNode):
         payload = self.emulated.payload
         if self._truth_pub is None:
             self._truth_pub = self.create_publisher(ParameterEstimate, "sim/true_parameters", LATCHED)
-        self._truth_pub.publish(ParameterEstimate(method="truth", target=payload.body if payload else "arm",
-                                                  names=names, values=values.tolist()))
+        self._truth_pub.publish(to_truth_msg(names, values))  # the arm's and payload.* parameters
         self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)"
                                   + (f", payload {payload.mass} kg on {payload.body}" if payload else ""))
         return config, self.emulated.bus, self.emulated.timebase

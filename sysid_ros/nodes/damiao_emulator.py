@@ -27,8 +27,6 @@ bridge's own ``use_emulator: true`` is simpler (an emulated bus inside the bridg
 
 from __future__ import annotations
 
-import math
-
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -45,6 +43,7 @@ from sysid_ros.hardware.emulator import MotorEmulator
 from sysid_ros.hardware.wiring import WIRING_PARAMETERS, wiring_from_parameters
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.conversions import to_truth_msg
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -99,17 +98,7 @@ class DamiaoEmulatorNode(Node):
         self._publish_truth()
 
     def _publish_truth(self) -> None:
-        names, values = self.emulator.true_parameters()
-        msg = ParameterEstimate()
-        msg.method, msg.target = "truth", "arm"
-        msg.names = list(names)
-        msg.values = [float(v) for v in values]
-        msg.std_dev = [0.0] * len(values)
-        msg.rank = len(values)
-        msg.condition_number = msg.residual_rms = msg.divergence_to_prior = math.nan
-        msg.physically_consistent = True
-        msg.divergence_to_truth = 0.0
-        self._truth_pub.publish(msg)
+        self._truth_pub.publish(to_truth_msg(*self.emulator.true_parameters()))
 
     def _publish_state(self) -> None:
         emu = self.emulator
