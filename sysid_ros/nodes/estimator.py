@@ -8,6 +8,10 @@ says so). The session rejects NaN, stale and out-of-order samples and restarts i
 gaps; the node counts messages naming other joints and queue overflows, and reports every
 rejection in counted, throttled warnings. Publishes ``ParameterEstimate`` (latched) at
 ``publish_rate``; services ``~/reset`` and ``~/save`` (JSON + MJCF).
+
+Topics are relative names, set by remapping (``-r joint_states:=/arm/joint_states``): subscribes
+``joint_states`` and ``sim/true_parameters`` (latched truth from a simulator, for scoring),
+publishes ``~/estimate``.
 """
 
 from __future__ import annotations
@@ -54,8 +58,6 @@ NODE_PARAMETERS = (
     ("process_rate", 100.0, "batch processing rate [Hz]"),
     ("max_queue", 20000, "queued samples before the oldest are reported and dropped"),
     ("reliable_input", False, "RELIABLE deep-queue joint states (bag replay) instead of sensor QoS"),
-    ("joint_states_topic", "/joint_states", "sensor_msgs/JointState input"),
-    ("truth_topic", "/sim/true_parameters", "ParameterEstimate with the true parameters (simulation)"),
     ("output_dir", "sysid_estimates", "where ~/save writes"),
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
@@ -88,9 +90,9 @@ class EstimatorNode(Node):
         if self._get("reliable_input"):  # replayed data: no sample may be lost
             qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_ALL)
-        self.create_subscription(JointState, self._get("joint_states_topic"), self._on_joint_state,
+        self.create_subscription(JointState, "joint_states", self._on_joint_state,
                                  qos, callback_group=io_group)
-        self.create_subscription(ParameterEstimate, self._get("truth_topic"), self._on_truth,
+        self.create_subscription(ParameterEstimate, "sim/true_parameters", self._on_truth,
                                  LATCHED, callback_group=io_group)
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
         self.create_timer(1.0 / float(self._get("process_rate")), self._process,
@@ -99,8 +101,9 @@ class EstimatorNode(Node):
                           callback_group=work_group)
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=work_group)
         self.create_service(Trigger, "~/save", self._on_save, callback_group=work_group)
+        topic = self.resolve_topic_name("joint_states")
         self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
-                               f"with {self.options.method} on {self._get('joint_states_topic')} (low-pass "
+                               f"with {self.options.method} on {topic} (low-pass "
                                f"{self.options.effective_cutoff:g} Hz at {self.options.sample_rate:g} Hz)")
 
     @property
