@@ -74,6 +74,7 @@ import numpy as np
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.motors import DAMIAO_MOTORS
 from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.sim.plant import MitPlant
 from sysid_ros.hardware.codec import (
     REGISTER_REQUEST_ID,
     TIMEOUT_UNIT_S,
@@ -460,20 +461,16 @@ class MotorEmulator:
         path = Path(model_path) if model_path else resources.default_robot_path()
         self.model = RobotModel.from_mjcf(path)
         self.payload = payload
-        mj = with_payload(self.model, payload) if payload is not None else _copy_model(self.model.mj)
-        mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)  # torque comes from the motors
-        mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)  # as core.simulation: plain Euler
-        mj.opt.timestep = self.dt
-        self.mj = mj
-        self.data = mujoco.MjData(mj)
-        self._qadr = np.empty(len(self.joints), dtype=int)
-        self._dof = np.empty(len(self.joints), dtype=int)
-        for i, j in enumerate(self.joints):
-            jid = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, j.name)
-            hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-            if jid < 0 or int(mj.jnt_type[jid]) not in hinge_or_slide:
-                raise EmulatorError(f"joint {j.name!r} is no hinge/slide joint of {path}")
-            self._qadr[i], self._dof[i] = mj.jnt_qposadr[jid], mj.jnt_dofadr[jid]
+        # the shafts: the package's MuJoCo plant (its options, the model's integrator), driven by
+        # the torques the motors' firmware computes and saturates (MitPlant.step_torque)
+        try:
+            self.plant = MitPlant(with_payload(self.model, payload) if payload is not None else self.model.mj,
+                                  timestep=self.dt, joints=[j.name for j in self.joints], integrator=None)
+        except SysIdError as exc:
+            raise EmulatorError(f"{exc} of {path}") from None
+        self.mj, self.data = self.plant.mj, self.plant.data
+        self._qadr, self._dof = self.plant.qpos_indices, self.plant.dof_indices
+        self._tau = np.zeros(len(self.joints))  # joint torques of the current step [N·m]
         self._direction = np.array([float(j.direction) for j in self.joints])
         self._offset = np.array([j.position_offset for j in self.joints])
         self._gear = np.array([j.gear_ratio for j in self.joints])
@@ -481,7 +478,7 @@ class MotorEmulator:
         self._map = tuple((float(d * g), int(a), int(v), float(o)) for d, g, a, v, o in zip(
             self._direction, self._gear, self._qadr, self._dof, self._offset, strict=True))
         self._set_pose(initial_pose, path)
-        mujoco.mj_forward(mj, self.data)
+        mujoco.mj_forward(self.mj, self.data)
 
         self.motors = tuple(EmulatedMotor(j, timeout=timeout_registers, firmware=firmware, rng_seed=i)
                             for i, j in enumerate(self.joints))
@@ -662,16 +659,12 @@ class MotorEmulator:
         return scale * (float(self.data.qpos[qadr]) - offset), scale * float(self.data.qvel[dof])
 
     def _step(self) -> None:
-        applied = self.data.qfrc_applied
-        applied[:] = 0.0
+        tau = self._tau
         for i, m in enumerate(self.motors):
             p, v = self._motor_state(i)
-            scale, _, dof, _ = self._map[i]
-            applied[dof] = scale * m.torque(p, v)
-        mujoco.mj_step(self.mj, self.data)
+            tau[i] = self._map[i][0] * m.torque(p, v)
+        self.plant.step_torque(tau)
         self._steps += 1
-        if not np.all(np.isfinite(self.data.qpos)):
-            raise EmulatorError(f"the emulated robot's physics diverged at t={self.sim_time:.3f} s")
 
     def advance(self, steps: int = 1) -> None:
         """Step physics ``steps`` times under the motors' current commands (lockstep hosts)."""
@@ -829,9 +822,3 @@ class _BusOffAwareBus(can.BusABC):
     def shutdown(self) -> None:
         super().shutdown()
         self._inner.shutdown()
-
-
-def _copy_model(mj: mujoco.MjModel) -> mujoco.MjModel:
-    import copy
-
-    return copy.deepcopy(mj)

@@ -1,16 +1,19 @@
 """Node ``mujoco_sim``: the robot in MuJoCo under the motors' MIT law, standing in for hardware.
 
-Subscribes ``MotorCommand``; steps physics at ``rate`` [Hz] paced at ``real_time_factor`` × wall
-time (0 = as fast as the machine goes) in a thread of its own, so the executor is free to take
-every command as it arrives; publishes ``sensor_msgs/JointState`` (effort = applied
-torque) every ``publish_every`` steps, ``/clock`` (other nodes run with ``use_sim_time``) and,
-latched, the simulated robot's true parameters so estimates can be scored. The physics lives in
-:class:`sysid_ros.core.sim.mit_simulator.MitSimulator`.
+Subscribes ``motor_command`` (``sysid_ros/MotorCommand``); steps physics at ``rate`` [Hz] paced at
+``real_time_factor`` × wall time (0 = as fast as the machine goes) in a thread of its own, so the
+executor is free to take every command as it arrives; publishes ``joint_states``
+(``sensor_msgs/JointState``, effort = applied torque) every ``publish_every`` steps, ``/clock``
+(other nodes run with ``use_sim_time``) and, latched, ``sim/true_parameters``
+(``sysid_ros/ParameterEstimate``): the simulated robot's true parameters, so estimates can be
+scored. Topic names are relative (``/joint_states`` ... in the root namespace): move them by
+namespace or remapping (``--ros-args -r joint_states:=/arm/joint_states``). The physics lives in
+:class:`sysid_ros.core.sim.mit_simulator.MitSimulator` (stepping
+:class:`sysid_ros.core.sim.plant.MitPlant`).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 
@@ -26,10 +29,11 @@ from sensor_msgs.msg import JointState
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
-from sysid_ros.core.sim.simulation import SensorModel
+from sysid_ros.core.sim.plant import SensorModel
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -62,10 +66,9 @@ PARAMETERS = (
     ("initial_position", Parameter.Type.DOUBLE_ARRAY,
      "initial joint positions [rad] (unset = middle of the ranges)"),
     ("integrator", "euler", "euler (semi-implicit) | rk4"),
-    ("joint_states_topic", "/joint_states", "sensor_msgs/JointState output"),
-    ("motor_command_topic", "/motor_command", "sysid_ros/MotorCommand input"),
-    ("truth_topic", "/sim/true_parameters", "latched true parameters (ParameterEstimate)"),
 )
+#: topics (relative: remap them, not parameters)
+JOINT_STATES, MOTOR_COMMAND, CLOCK, TRUTH = "joint_states", "motor_command", "/clock", "sim/true_parameters"
 
 
 class MujocoSimNode(Node):
@@ -87,10 +90,10 @@ class MujocoSimNode(Node):
         self._joint_msg = JointState()
         self._joint_msg.name = list(self.sim.joint_names)
         self._clock_msg = Clock()
-        self._state_pub = self.create_publisher(JointState, self._get("joint_states_topic"), STREAM)
-        self._clock_pub = self.create_publisher(Clock, "/clock", 10)
-        self._truth_pub = self.create_publisher(ParameterEstimate, self._get("truth_topic"), LATCHED)
-        self.create_subscription(MotorCommand, self._get("motor_command_topic"), self._on_command, STREAM)
+        self._state_pub = self.create_publisher(JointState, JOINT_STATES, STREAM)
+        self._clock_pub = self.create_publisher(Clock, CLOCK, 10)
+        self._truth_pub = self.create_publisher(ParameterEstimate, TRUTH, LATCHED)
+        self.create_subscription(MotorCommand, MOTOR_COMMAND, self._on_command, STREAM)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_stepping", daemon=True)
@@ -124,20 +127,7 @@ class MujocoSimNode(Node):
             integrator=str(self._get("integrator")))
 
     def _publish_truth(self) -> None:
-        names, values = self.sim.true_parameters()
-        msg = ParameterEstimate()
-        msg.method = "truth"
-        msg.target = "arm"
-        msg.names = list(names)
-        msg.values = [float(v) for v in values]
-        msg.std_dev = [0.0] * len(values)
-        msg.rank = len(values)
-        msg.condition_number = math.nan
-        msg.residual_rms = math.nan
-        msg.physically_consistent = True
-        msg.divergence_to_prior = math.nan
-        msg.divergence_to_truth = 0.0
-        self._truth_pub.publish(msg)
+        self._truth_pub.publish(to_truth_msg(*self.sim.true_parameters()))
 
     # ------------------------------------------------------------------------------ callbacks
     def _on_command(self, msg: MotorCommand) -> None:

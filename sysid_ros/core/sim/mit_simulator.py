@@ -6,23 +6,23 @@ limit, computed from the *measured* state (noise, encoder quantisation) like rea
 last command is held when commands stop; after ``command_timeout`` of silence the joints go limp
 (zero torque plus ``limp_damping``), as a motor whose CAN watchdog expired. Before the first
 command the robot holds its initial pose with the default gains (a powered arm at rest).
-Commands and measurements can be delayed by whole physics steps.
+Commands and measurements can be delayed by whole physics steps. The physics, the law, the
+saturation and the sensor model are :class:`~sysid_ros.core.sim.plant.MitPlant`'s; this class adds
+joint names, command validation and merging, the initial hold and the true parameters.
 """
 
 from __future__ import annotations
 
 import copy
-import math
-from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.robot import BODY_FIELDS, RobotModel
-from sysid_ros.core.sim.simulation import SensorModel, default_gains
+from sysid_ros.core.sim.plant import JointCommand, MitPlant, SensorModel
+from sysid_ros.core.sim.simulation import default_gains
 from sysid_ros.core.sim.synthetic import Payload, floating_base, true_parameters, with_payload
 
 __all__ = ["JointSample", "MitSimulator", "SimOptions"]
@@ -67,15 +67,6 @@ class JointSample(NamedTuple):
     mode: str
 
 
-class _Command(NamedTuple):
-    due: int  # step at which it takes effect
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
-
-
 class MitSimulator:
     """Step a robot under MIT-mode commands. ``model``: the bare robot (what the controller
     knows); the simulated robot adds the options' payload, floating base, friction choices."""
@@ -84,8 +75,6 @@ class MitSimulator:
         self.options = opt = options or SimOptions()
         if not opt.rate > 0:
             raise SysIdError(f"the physics rate must be positive, got {opt.rate}")
-        if opt.integrator not in ("euler", "rk4"):
-            raise SysIdError(f"integrator must be 'euler' or 'rk4', got {opt.integrator!r}")
         self.model = floating_base(model) if opt.floating_base else model
         sim = (with_payload(self.model, opt.payload) if opt.payload is not None
                else copy.deepcopy(self.model.mj))
@@ -94,52 +83,46 @@ class MitSimulator:
             sim.dof_damping[:] = 0.0
         if not opt.armature:
             sim.dof_armature[:] = 0.0
-        sim.opt.timestep = 1.0 / opt.rate
-        sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
-        sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-        sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER if opt.integrator == "euler"
-                                 else mujoco.mjtIntegrator.mjINT_RK4)
-        self.mj = sim
-        self.data = mujoco.MjData(sim)
-        self._qadr = _as_slice(self.model.joint_qpos_indices)  # a slice when contiguous: cheaper
-        self._dofs = _as_slice(self.model.dof_indices)
         self.joint_names: tuple[str, ...] = self.model.dof_joint_names
         self._index = {n: i for i, n in enumerate(self.joint_names)}
         n = len(self.joint_names)
-        self.torque_limit = self.model.torque_limits()[self._dofs]
-        self._neg_limit = -self.torque_limit
-        lo, hi = (x[self._dofs] for x in self.model.joint_limits())
+        lo, hi = (x[self.model.dof_indices] for x in self.model.joint_limits())
         mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
         start = mid if opt.initial_position is None else np.asarray(opt.initial_position, dtype=float)
         if start.shape != (n,):
             raise SysIdError(f"expected an initial position of the {n} joints, got {start.shape}")
-        self.data.qpos[self._qadr] = start
-        mujoco.mj_forward(sim, self.data)
         kp, kd = default_gains(self.model, start)
-        self._hold = _Command(0, start.copy(), np.zeros(n), np.zeros(n), kp, kd)
-        self._active = self._hold
-        self._pending: deque[_Command] = deque()
-        self._last_command_step: int | None = None
-        self._cmd_delay = round(opt.command_delay * opt.rate)
-        self._meas_delay = round(opt.measurement_delay * opt.rate)
-        self._timeout_steps = max(1, round(opt.command_timeout * opt.rate))
-        self._measurements: deque[JointSample] = deque(maxlen=self._meas_delay + 1)
-        self._rng = np.random.default_rng(opt.sensor.seed)
-        self._tau = np.zeros(self.mj.nv)
-        self.step_count = 0
-        self.counters = {"commands": 0, "saturated_steps": 0, "limp_steps": 0}
+        self.plant = MitPlant.of(
+            self.model, sim, copy=False, timestep=1.0 / opt.rate, sensor=opt.sensor,
+            integrator=opt.integrator, command_delay_steps=round(opt.command_delay * opt.rate),
+            measurement_delay_steps=round(opt.measurement_delay * opt.rate),
+            command_timeout_steps=max(1, round(opt.command_timeout * opt.rate)),
+            limp_damping=opt.limp_damping, hold=JointCommand(start.copy(), np.zeros(n), np.zeros(n), kp, kd))
+        self.mj, self.data = self.plant.mj, self.plant.data
+        self.torque_limit = self.plant.torque_limit
+        self.plant.set_state(q=start, forward=True)
+        self._commands = 0
 
     # ---------------------------------------------------------------------------- properties
     @property
+    def step_count(self) -> int:
+        """Physics steps taken."""
+        return self.plant.step_count
+
+    @property
     def time(self) -> float:
         """Simulated time [s] of the next step."""
-        return self.step_count / self.options.rate
+        return self.plant.step_count / self.options.rate
 
     @property
     def mode(self) -> str:
-        if self._last_command_step is None:
-            return "hold"
-        return "limp" if self.step_count - self._last_command_step > self._timeout_steps else "command"
+        """"hold" | "command" | "limp" (see the module docstring)."""
+        return self.plant.mode
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Commands taken, steps with a saturated joint, limp steps."""
+        return {"commands": self._commands, **self.plant.counters}
 
     def true_parameters(self) -> tuple[tuple[str, ...], np.ndarray]:
         """Names and values of the simulated robot's parameters in the model's layout (payload
@@ -180,58 +163,19 @@ class MitSimulator:
             if key in ("kp", "kd") and np.any(arr < 0):
                 raise DataError(f"{key}: gains must be >= 0, got {arr.tolist()}")
             arrays[key] = arr
-        base = self._pending[-1] if self._pending else self._active
         idx = np.array([self._index[n] for n in names], dtype=int)
-        new = [x.copy() for x in base[1:]]
+        new = [x.copy() for x in self.plant.latest_command]
         for slot, key in enumerate(("position", "velocity", "effort", "kp", "kd")):
             if arrays[key] is not None:
                 new[slot][idx] = arrays[key]
-        self._pending.append(_Command(self.step_count + self._cmd_delay, *new))
-        self.counters["commands"] += 1
+        self.plant.send(JointCommand(*new))
+        self._commands += 1
 
     # ---------------------------------------------------------------------------------- step
     def step(self) -> JointSample | None:
         """Advance one physics step. Returns the measurement due now (``None`` while the
         measurement delay fills): the measured state before the step and the applied torque."""
-        sensor, data, n = self.options.sensor, self.data, len(self.joint_names)
-        while self._pending and self._pending[0].due <= self.step_count:
-            self._active = self._pending.popleft()
-            self._last_command_step = self._active.due
-        q = data.qpos[self._qadr].copy()
-        dq = data.qvel[self._dofs].copy()
-        if not sensor.ideal:
-            q += sensor.position_noise * self._rng.standard_normal(n)
-            if sensor.encoder_resolution > 0:
-                q = np.round(q / sensor.encoder_resolution) * sensor.encoder_resolution
-            dq += sensor.velocity_noise * self._rng.standard_normal(n)
-        mode = self.mode
-        if mode == "limp":
-            tau = -self.options.limp_damping * dq
-            self.counters["limp_steps"] += 1
-        else:
-            c = self._active
-            tau = c.kp * (c.position - q) + c.kd * (c.velocity - dq) + c.effort
-        applied = tau.clip(self._neg_limit, self.torque_limit)
-        if (applied != tau).any():
-            self.counters["saturated_steps"] += 1
-        self._tau[self._dofs] = applied
-        data.qfrc_applied[:] = self._tau
-        measured_tau = applied
-        if sensor.torque_noise:
-            measured_tau = applied + sensor.torque_noise * self._rng.standard_normal(n)
-        self._measurements.append(JointSample(self.time, q, dq, measured_tau, mode))
-        mujoco.mj_step(self.mj, data)
-        self.step_count += 1
-        if not math.isfinite(data.qpos.sum()):
-            raise SysIdError(f"the simulation diverged at t={self.time:.3f} s")
-        if len(self._measurements) <= self._meas_delay:
+        sample = self.plant.step()
+        if sample is None:
             return None
-        return self._measurements[0]
-
-
-def _as_slice(indices: np.ndarray) -> slice | np.ndarray:
-    """``indices`` as a slice when they are contiguous and increasing (a view, no gather)."""
-    idx = np.asarray(indices, dtype=int)
-    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-        return slice(int(idx[0]), int(idx[0]) + idx.size)
-    return idx
+        return JointSample(sample.step / self.options.rate, sample.q, sample.dq, sample.tau, sample.mode)

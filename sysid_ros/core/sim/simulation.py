@@ -2,14 +2,13 @@
 
 Each physics step applies per dof ``τ = kp (q* − q) + kd (q̇* − q̇) + τ_ff`` saturated at the torque
 limit, through ``qfrc_applied`` (the model's own actuators are disabled), then records the state
-before the step, the applied torque and MuJoCo's forward-dynamics acceleration at that state.
+before the step, the applied torque and MuJoCo's forward-dynamics acceleration at that state. The
+stepping is :class:`~sysid_ros.core.sim.plant.MitPlant`'s (:meth:`~.plant.MitPlant.run`).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -18,32 +17,9 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.sim.plant import MitPlant, SensorModel, SimulatedRun
 
-__all__ = ["Recording", "SensorModel", "default_gains", "simulate_mit"]
-
-
-@dataclass(frozen=True)
-class SensorModel:
-    """What the motors measure. Standard deviations of white noise (``position_noise`` [rad],
-    ``velocity_noise`` [rad/s], ``torque_noise`` [N·m]) and the encoder resolution [rad/count]
-    (0 = ideal). Position and velocity measurements close the control loop; torque noise is
-    sensor noise only (the applied torque is what the law commands)."""
-
-    position_noise: float = 0.0
-    velocity_noise: float = 0.0
-    torque_noise: float = 0.0
-    encoder_resolution: float = 0.0
-    seed: int = 0
-
-    @property
-    def ideal(self) -> bool:
-        return not (self.position_noise or self.velocity_noise or self.torque_noise
-                    or self.encoder_resolution)
-
-    def as_dict(self) -> dict[str, float]:
-        return {"position_noise": self.position_noise, "velocity_noise": self.velocity_noise,
-                "torque_noise": self.torque_noise, "encoder_resolution": self.encoder_resolution,
-                "seed": self.seed}
+__all__ = ["Recording", "SensorModel", "SimulatedRun", "default_gains", "run_mit", "simulate_mit"]
 
 
 def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_hz: float = 3.0,
@@ -142,30 +118,13 @@ def simulate_mit(
     kp_default, kd_default = default_gains(model)
     kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (act.size,)).copy()
     kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (act.size,)).copy()
-    limit = model.torque_limits()[act]
-    q0 = np.array(mj.qpos0, dtype=float)
-    q0[model.joint_qpos_indices] = q_ref[0]
-    dq0 = np.zeros(model.nv)
-    dq0[act] = dq_ref[0]
-    run = run_mit(mj, q_ref, dq_ref, tau_ff, kp_v, kd_v, limit, dt=dt, q0=q0, dq0=dq0,
-                  sensor=sensor, solver_tolerance=solver_tolerance, decimation=decimation,
-                  actuated=(model.joint_qpos_indices, act), integrator=integrator)
+    plant = MitPlant.of(model, mj, timestep=dt, sensor=sensor, integrator=integrator,
+                        solver_tolerance=solver_tolerance)
+    plant.set_state(qpos=mj.qpos0, q=q_ref[0], dq=dq_ref[0])
+    run = plant.run(q_ref, dq_ref, tau_ff, kp_v, kd_v, decimation=decimation)
     sl = slice(None, None, decimation)
     return Recording(t[sl], run.q, run.dq, run.ddq, run.tau, q_ref[sl], dq_ref[sl], tau_ff[sl], kp_v,
                      kd_v, run.saturated, run.q_true, run.dq_true)
-
-
-class SimulatedRun(NamedTuple):
-    """Recorded steps of :func:`run_mit`: measured ``q``, ``dq``, ``tau``; true ``ddq``,
-    ``q_true``, ``dq_true``; ``saturated`` where the torque limit clipped the command."""
-
-    q: np.ndarray
-    dq: np.ndarray
-    ddq: np.ndarray
-    tau: np.ndarray
-    saturated: np.ndarray
-    q_true: np.ndarray
-    dq_true: np.ndarray
 
 
 def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: np.ndarray,
@@ -184,68 +143,13 @@ def run_mit(mj: mujoco.MjModel, q_ref: np.ndarray, dq_ref: np.ndarray, tau_ff: n
     the samples obey ``v₊ = v + h a`` and ``q₊ = q + h v₊`` exactly: a sampled trajectory whose
     finite differences are consistent with the recorded torque.
     """
-    steps = q_ref.shape[0]
-    nv, nq = mj.nv, mj.nq
     if actuated is None:
-        if nq != nv:
+        if mj.nq != mj.nv:
             raise SysIdError("pass the actuated joints for a model with ball/free joints")
-        actuated = (np.arange(nq), np.arange(nv))
-    qadr, dofs = actuated
-    n_act = dofs.size
-    kp = np.broadcast_to(kp, (steps, n_act))
-    kd = np.broadcast_to(kd, (steps, n_act))
-    sim = _copy(mj)
-    sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
-    sim.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-    if integrator not in ("euler", "rk4"):
-        raise SysIdError(f"integrator must be 'euler' or 'rk4', got {integrator!r}")
-    sim.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER if integrator == "euler"
-                             else mujoco.mjtIntegrator.mjINT_RK4)
-    sim.opt.tolerance = solver_tolerance
-    sim.opt.timestep = dt
-    sensor = sensor or SensorModel()
-    rng = np.random.default_rng(sensor.seed)
-    data = mujoco.MjData(sim)
-    data.qpos[:] = q0
-    data.qvel[:] = dq0
-    n_rec = (steps + decimation - 1) // decimation
-    rec = {k: np.empty((n_rec, nv)) for k in ("dq", "ddq", "tau", "dq_true")}
-    rec["q"], rec["q_true"] = np.empty((n_rec, nq)), np.empty((n_rec, nq))
-    sat = np.zeros((n_rec, n_act), dtype=bool)
-    full_tau = np.zeros(nv)
-    for k in range(steps):
-        q_meas, dq_meas = data.qpos.copy(), data.qvel.copy()
-        if not sensor.ideal:
-            q_meas[qadr] += sensor.position_noise * rng.standard_normal(n_act)
-            if sensor.encoder_resolution > 0:
-                q_meas[qadr] = np.round(q_meas[qadr] / sensor.encoder_resolution) * sensor.encoder_resolution
-            dq_meas[dofs] += sensor.velocity_noise * rng.standard_normal(n_act)
-        cmd = kp[k] * (q_ref[k] - q_meas[qadr]) + kd[k] * (dq_ref[k] - dq_meas[dofs]) + tau_ff[k]
-        tau = np.clip(cmd, -limit, limit)
-        full_tau[dofs] = tau
-        data.qfrc_applied[:] = full_tau
-        record = k % decimation == 0
-        if record:
-            i = k // decimation
-            rec["q"][i], rec["dq"][i] = q_meas, dq_meas
-            rec["q_true"][i], rec["dq_true"][i] = data.qpos, data.qvel
-            rec["tau"][i] = full_tau
-            if sensor.torque_noise:
-                rec["tau"][i, dofs] += sensor.torque_noise * rng.standard_normal(n_act)
-            sat[i] = tau != cmd
-        if integrator == "rk4":  # RK4 overwrites qacc: take the pre-step acceleration first
-            mujoco.mj_forward(sim, data)
-            if record:
-                rec["ddq"][k // decimation] = data.qacc
-            mujoco.mj_step(sim, data)
-        else:
-            mujoco.mj_step(sim, data)  # computes qacc at the pre-step state, then integrates
-            if record:
-                rec["ddq"][k // decimation] = data.qacc
-        if not np.all(np.isfinite(data.qpos)):
-            raise SysIdError(f"the simulation diverged at step {k} (t={k * dt:.3f} s)")
-    return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
-
-
-def _copy(mj: mujoco.MjModel) -> mujoco.MjModel:
-    return copy.deepcopy(mj)
+        joints = None
+    else:
+        joints = [int(j) for j in mj.dof_jntid[np.asarray(actuated[1], dtype=int)]]
+    plant = MitPlant(mj, timestep=dt, joints=joints, torque_limit=limit, sensor=sensor,
+                     integrator=integrator, solver_tolerance=solver_tolerance)
+    plant.set_state(qpos=q0, qvel=dq0)
+    return plant.run(q_ref, dq_ref, tau_ff, kp, kd, decimation=decimation)
