@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Callable
-
-
-def parameter_value(node, name: str):
-    """A declared parameter's value, ``None`` for a typed parameter left unset."""
-    from rclpy.exceptions import ParameterUninitializedException
-
-    try:
-        return node.get_parameter(name).value
-    except ParameterUninitializedException:
-        return None
 
 
 def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
@@ -50,9 +41,28 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         if rclpy.ok():
             raise
     finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        # one Ctrl-C ends the node; a second one (a terminal's process group, `timeout -s INT`)
+        # must not cut its teardown short: files are finished there
+        previous = _ignore_interrupts_while_stopping()
+        try:
+            executor.shutdown()
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
+        finally:
+            signal.signal(signal.SIGINT, previous)
     if failed:
         sys.exit(1)
+
+
+def _ignore_interrupts_while_stopping():
+    """Make SIGINT and SIGTERM say "already stopping" instead of interrupting; returns the
+    previous SIGINT handler. SIGKILL still ends the process (its files stay recoverable)."""
+
+    def note(signum, _frame) -> None:
+        print(f"[{signal.Signals(signum).name}] already stopping: finishing files first", file=sys.stderr,
+              flush=True)
+
+    previous = signal.signal(signal.SIGINT, note)
+    signal.signal(signal.SIGTERM, note)
+    return previous

@@ -15,7 +15,7 @@ import traceback
 from datetime import datetime
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -33,6 +33,7 @@ from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
+from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
 
@@ -58,7 +59,7 @@ class BatchSolverNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("batch_solver", **kwargs)
-        for name, default, description in (
+        declare_parameters(self, (
             ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
             ("output_root", "sysid_results", "results are written only under this folder"),
             ("model_path", "", "default MJCF (empty: the package's default robot)"),
@@ -67,8 +68,7 @@ class BatchSolverNode(Node):
             ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
             ("max_samples", 2000, "samples kept for the dual-metric SDP"),
             ("plots", True, "write PNG plots with each result"),
-        ):
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        ))
         self.add_on_set_parameters_callback(self._validate)
         self._busy = threading.Lock()
         self._current = ""
@@ -82,7 +82,7 @@ class BatchSolverNode(Node):
     # -------------------------------------------------------------------------------- params
     def _validate(self, params) -> SetParametersResult:
         for prm in params:
-            if prm.name == "bandwidth" and not prm.value > 0:
+            if prm.name == "bandwidth" and not requested_value(self, prm) > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"bandwidth must be > 0 Hz, got {prm.value}")
             if prm.name == "max_samples" and prm.value < 10:
@@ -93,7 +93,7 @@ class BatchSolverNode(Node):
         return SetParametersResult(successful=True)
 
     def _get(self, name: str):
-        return self.get_parameter(name).value
+        return parameter_value(self, name)
 
     def _data_root(self) -> Path:
         return Path(self._get("data_root")).expanduser().resolve()

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -41,6 +41,7 @@ from sysid_ros.core.result import SolverStatus, estimate_result
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
+from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -75,8 +76,7 @@ class EstimatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        declare_parameters(self, PARAMETERS)
         self._lock = threading.Lock()
         self._queue: deque = deque()
         self._reported: dict[str, float] = {}
@@ -113,17 +113,18 @@ class EstimatorNode(Node):
 
     # ------------------------------------------------------------------------------ set-up
     def _get(self, name: str):
-        return self.get_parameter(name).value
+        return parameter_value(self, name)
 
     def _validate(self, params) -> SetParametersResult:
         """Session options are checked by :class:`OnlineOptions` itself; they apply at ``~/reset``."""
-        session = {p.name: p.value for p in params if p.name in OnlineOptions.names()}
+        session = {p.name: requested_value(self, p) for p in params if p.name in OnlineOptions.names()}
         try:
             replace(self.options, **session)
         except (SysIdError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         for prm in params:
-            if prm.name in ("publish_rate", "process_rate", "max_queue") and not prm.value > 0:
+            value = requested_value(self, prm)
+            if prm.name in ("publish_rate", "process_rate", "max_queue") and not value > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"{prm.name} must be > 0, got {prm.value}")
         return SetParametersResult(successful=True)

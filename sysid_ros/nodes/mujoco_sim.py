@@ -18,7 +18,6 @@ import threading
 import time
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -32,8 +31,9 @@ from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
 from sysid_ros.core.sim.plant import SensorModel
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
-from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
+from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -76,8 +76,7 @@ class MujocoSimNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("mujoco_sim", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        declare_parameters(self, PARAMETERS)
         model_path = self._get("model_path") or str(default_robot_path())
         self.model = RobotModel.from_mjcf(model_path)
         self.sim = MitSimulator(self.model, self._options())

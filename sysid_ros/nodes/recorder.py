@@ -17,7 +17,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
@@ -29,7 +28,8 @@ from std_srvs.srv import Trigger
 
 from sysid_ros.core.data.bag import BagRecording
 from sysid_ros.core.errors import DataError
-from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.nodes import spin
+from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
@@ -62,8 +62,7 @@ class RecorderNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("recorder", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        declare_parameters(self, PARAMETERS)
         output = self._get("output") or f"sysid_bags/run_{datetime.now():%Y%m%d_%H%M%S}"
         storage = self._get("storage")
         if storage not in ("mcap", "sqlite3"):
@@ -102,7 +101,7 @@ class RecorderNode(Node):
         self.get_logger().info(f"recording {self._wanted} into {self.bag.path} ({storage})")
 
     def _get(self, name: str):
-        return self.get_parameter(name).value
+        return parameter_value(self, name)
 
     def _discover(self) -> None:
         if self.bag.closed:

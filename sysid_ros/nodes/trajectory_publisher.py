@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -37,7 +36,8 @@ from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.msg import MotorCommand
-from sysid_ros.nodes import parameter_value, spin
+from sysid_ros.nodes import spin
+from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -71,8 +71,7 @@ class TrajectoryPublisherNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("trajectory_publisher", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        declare_parameters(self, PARAMETERS)
         model_path = self._get("model_path") or str(default_robot_path())
         self.model = RobotModel.from_mjcf(model_path)
         self.names = self.model.dof_joint_names
