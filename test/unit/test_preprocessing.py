@@ -66,3 +66,16 @@ def test_measured_velocity_is_used_when_recorded():
     no_velocity = Dataset(t, ("j",), q, np.full_like(q, np.nan), np.zeros_like(q))
     with pytest.raises(DataError, match="no velocities"):
         condition(no_velocity, Preprocessing(velocity="measured"))
+
+
+def test_stationary_rule_cuts_the_still_start_and_end_and_flags_still_samples():
+    from sysid_ros.core.data.stationary import STATIONARY_SPEED, moving, moving_span
+
+    dq = np.zeros((10, 2))
+    dq[3, 0] = STATIONARY_SPEED        # exactly at the threshold: moving
+    dq[6, 1] = -0.5
+    dq[5, 0] = 0.5 * STATIONARY_SPEED  # slower on every joint: stationary
+    assert moving(dq).tolist() == [False, False, False, True, False, False, True, False, False, False]
+    assert moving_span(dq) == slice(3, 7)
+    assert moving_span(np.zeros((4, 2))) == slice(0, 0)
+    assert bool(moving(np.array([np.nan, 0.0])))  # non-finite is not silently "still"
