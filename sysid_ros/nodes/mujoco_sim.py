@@ -1,8 +1,25 @@
 """Node ``mujoco_sim``: the robot in MuJoCo under the motors' MIT law, standing in for hardware.
 
-Subscribes ``motor_command`` (``sysid_ros/MotorCommand``); steps physics at ``rate`` [Hz] paced at
-``real_time_factor`` × wall time (0 = as fast as the machine goes) in a thread of its own, so the
-executor is free to take every command as it arrives; publishes ``joint_states``
+Subscribes ``motor_command`` (``sysid_ros/MotorCommand``; a command takes effect one physics
+period after its header stamp, see :class:`~sysid_ros.core.sim.mit_simulator.MitSimulator`); steps
+physics at ``rate`` [Hz] in a thread of its own, so the executor is free to take every command as
+it arrives. Two clock modes:
+
+* real time (``lockstep: false``, interactive use): physics paced at ``real_time_factor`` × wall
+  time (0 = as fast as the machine goes), whatever the other nodes do;
+* lockstep (``lockstep: true``, the demo, tests, launch tests): physics advances only when the
+  graph has caught up, so a run gives the same samples on a busy machine as on an idle one —
+  before the step that follows the state stamped ``t``, the newest command stamp must be ≥ ``t``
+  (``lockstep_command``: the controller has answered that state; commands sent ahead, e.g.
+  ``trajectory_publisher``'s ``lead_time``, keep it from waiting) and every topic of
+  ``lockstep_wait_for`` (``builtin_interfaces/Time``: the data time a consumer has finished, such
+  as ``/estimator/progress`` and ``/recorder/progress``) must be within ``lockstep_window`` [s]
+  of ``t``. Stepping starts once the command topic and every progress topic have a publisher and
+  ``joint_states`` has as many subscribers as there are progress topics, plus one for the
+  controller (so nothing published from the first state on is missed). ``real_time_factor`` > 0
+  still caps the speed. A wait longer than 5 s is logged with what it waits for.
+
+Publishes ``joint_states``
 (``sensor_msgs/JointState``, effort = applied torque) every ``publish_every`` steps, ``/clock``
 (other nodes run with ``use_sim_time``) and, latched, ``sim/true_parameters``
 (``sysid_ros/ParameterEstimate``): the simulated robot's true parameters, so estimates can be
@@ -16,8 +33,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -40,6 +59,8 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # deep enough that a reliable subscriber that falls behind for a few seconds loses nothing
 STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+#: progress topics of the consumers a lockstep simulation waits for
+PROGRESS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
 PARAMETERS = (
@@ -66,6 +87,11 @@ PARAMETERS = (
     ("initial_position", Parameter.Type.DOUBLE_ARRAY,
      "initial joint positions [rad] (unset = middle of the ranges)"),
     ("integrator", "euler", "euler (semi-implicit) | rk4"),
+    ("lockstep", False, "advance physics only when the graph has caught up (deterministic runs)"),
+    ("lockstep_command", True, "lockstep: wait for a command stamped at or after each published state"),
+    ("lockstep_wait_for", Parameter.Type.STRING_ARRAY,
+     "lockstep: progress topics (builtin_interfaces/Time, data time finished) to wait for"),
+    ("lockstep_window", 0.2, "lockstep: how far [s, simulated] the progress topics may lag"),
 )
 #: topics (relative: remap them, not parameters)
 JOINT_STATES, MOTOR_COMMAND, CLOCK, TRUTH = "joint_states", "motor_command", "/clock", "sim/true_parameters"
@@ -92,14 +118,28 @@ class MujocoSimNode(Node):
         self._state_pub = self.create_publisher(JointState, JOINT_STATES, STREAM)
         self._clock_pub = self.create_publisher(Clock, CLOCK, 10)
         self._truth_pub = self.create_publisher(ParameterEstimate, TRUTH, LATCHED)
-        self.create_subscription(MotorCommand, MOTOR_COMMAND, self._on_command, STREAM)
+        self._command_sub = self.create_subscription(MotorCommand, MOTOR_COMMAND, self._on_command, STREAM)
         self._lock = threading.Lock()
+        self._caught_up = threading.Condition(self._lock)
+        self.lockstep = bool(self._get("lockstep"))
+        self.lockstep_command = bool(self._get("lockstep_command"))
+        self.window = float(self._get("lockstep_window"))
+        if self.lockstep and not self.window >= 0:
+            raise SysIdError(f"lockstep_window must be >= 0 s, got {self.window}")
+        self.progress: dict[str, float] = {}
+        self._progress_subs = []
+        for topic in (t for t in (self._get("lockstep_wait_for") or []) if t):
+            self.progress[topic] = -float("inf")
+            self._progress_subs.append(self.create_subscription(
+                Time, topic, self._progress_callback(topic), PROGRESS))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_stepping", daemon=True)
         self._thread.start()
         self.get_logger().info(
             f"simulating {model_path} ({len(self.sim.joint_names)} joints) at {self.rate:g} Hz, "
             f"real-time factor {'max' if self.rtf <= 0 else f'{self.rtf:g}'}"
+            + (f", lockstep with {'the commands and ' if self.lockstep_command else ''}"
+               f"{list(self.progress) or 'no progress topic'}" if self.lockstep else "")
             + (f", payload {self._get('payload')}" if self._get("payload") else ""))
         self._publish_truth()  # last: the latched truth says the simulator is running
 
@@ -130,17 +170,70 @@ class MujocoSimNode(Node):
 
     # ------------------------------------------------------------------------------ callbacks
     def _on_command(self, msg: MotorCommand) -> None:
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         try:
             with self._lock:
-                self.sim.command(msg.name, msg.position, msg.velocity, msg.effort, msg.kp, msg.kd)
+                self.sim.command(msg.name, msg.position, msg.velocity, msg.effort, msg.kp, msg.kd,
+                                 stamp=stamp)
+                self._caught_up.notify_all()
         except SysIdError as exc:
             self.rejected += 1
             self.get_logger().warning(f"command rejected ({self.rejected} so far): {exc}",
                                       throttle_duration_sec=2.0)
 
+    def _progress_callback(self, topic: str) -> Callable[[Time], None]:
+        def on_progress(msg: Time) -> None:
+            with self._lock:
+                self.progress[topic] = max(self.progress[topic], msg.sec + 1e-9 * msg.nanosec)
+                self._caught_up.notify_all()
+        return on_progress
+
+    # --------------------------------------------------------------------------- lockstep
+    def _lockstep_blockers(self) -> list[str]:
+        """What the next physics step waits for (empty: it may go). Called with the lock held."""
+        if self.sim.step_count == 0:
+            return self._unmatched()
+        last_state = (self.sim.step_count - 1) / self.rate  # stamp of the newest published state
+        waits = []
+        if self.lockstep_command and self.sim.command_horizon < last_state - 1e-9:
+            waits.append(f"a command stamped >= {last_state:.3f} s (newest {self.sim.command_horizon:.3f} s)")
+        for topic, done in self.progress.items():
+            if done < last_state - self.window - 1e-9:
+                waits.append(f"{topic} >= {last_state - self.window:.3f} s (at {done:.3f} s)")
+        return waits
+
+    def _unmatched(self) -> list[str]:
+        """Before the first step: the peers that must be connected (see the module docstring)."""
+        waits = []
+        if self.lockstep_command and self._command_sub.get_publisher_count() == 0:
+            waits.append(f"a publisher on {self._command_sub.topic_name}")
+        waits += [f"a publisher on {sub.topic_name}" for sub in self._progress_subs
+                  if sub.get_publisher_count() == 0]
+        wanted = len(self._progress_subs) + (1 if self.lockstep_command else 0)
+        if self._state_pub.get_subscription_count() < wanted:
+            waits.append(f"{wanted} subscribers on {self._state_pub.topic_name} "
+                         f"(has {self._state_pub.get_subscription_count()})")
+        return waits
+
+    def _wait_for_graph(self) -> bool:
+        """Lockstep: block until the next step may go; False when the node is stopping."""
+        since = time.monotonic()
+        with self._lock:
+            while True:
+                waits = self._lockstep_blockers()
+                if not waits:
+                    return True
+                if self._stop.is_set() or not self.context.ok():
+                    return False
+                if time.monotonic() - since > 5.0:
+                    self.get_logger().warning(f"t = {self.sim.time:.3f} s: lockstep waiting for "
+                                              + "; ".join(waits), throttle_duration_sec=5.0)
+                # woken by every command and progress message; the timeout re-checks the graph
+                self._caught_up.wait(0.05)
+
     def _run(self) -> None:
         """Stepping loop: as many physics steps as the real-time factor makes due, then sleep
-        until the next one (no sleep at factor 0)."""
+        until the next one (no sleep at factor 0); in lockstep each step first waits for the graph."""
         wall0, steps0 = time.monotonic(), self.sim.step_count
         last_report = wall0
         try:
@@ -155,6 +248,8 @@ class MujocoSimNode(Node):
                 else:
                     due = 50
                 for _ in range(due):
+                    if self.lockstep and not self._wait_for_graph():
+                        return
                     self._step_once()
                     if self.duration > 0 and self.sim.time >= self.duration:
                         self.get_logger().info(f"simulated {self.duration:g} s: stepping stopped")
@@ -171,9 +266,11 @@ class MujocoSimNode(Node):
                 raise
 
     def destroy_node(self):
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
+        stop, thread = getattr(self, "_stop", None), getattr(self, "_thread", None)
+        if stop is not None:
+            stop.set()
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
         return super().destroy_node()
 
     def _step_once(self) -> None:

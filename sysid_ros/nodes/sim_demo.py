@@ -1,7 +1,9 @@
 """The closed-loop demo (``sysid demo``): the product's whole graph in simulation, faster than real
 time, then batch solves on the recorded bag.
 
-``mujoco_sim`` (the default robot carrying a payload the controller does not know) ←MotorCommand←
+``mujoco_sim`` in lockstep (physics advances only when the trajectory, the estimator and the
+recorder have caught up, so the run is the same on a busy machine as on an idle one; the default
+robot carrying a payload the controller does not know) ←MotorCommand←
 ``trajectory_publisher``; JointState → ``estimator`` (RLS log-det-div on the payload's 10
 parameters) and → ``recorder`` (a rosbag2 MCAP bag). When the excitation is done the bag is
 finalised (``/recorder/stop``) and ``/batch_solve`` is called on it with ``dual_metric`` and
@@ -52,7 +54,8 @@ class DemoOptions:
     model: str = ""
     payload: str = DEFAULT_PAYLOAD
     excitation_time: float = 30.0
-    real_time_factor: float = 2.0
+    lockstep: bool = True
+    real_time_factor: float = 0.0
     state_rate: float = 500.0
     torque_noise: float = 0.02
     encoder_resolution: float = 25.0 / 65535  # a Damiao 16-bit position over ±12.5 rad
@@ -85,22 +88,25 @@ def run_demo(opts: DemoOptions) -> dict:
     if bag.exists():
         shutil.rmtree(bag)
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    domain = opts.domain_id if opts.domain_id is not None else 101 + os.getpid() % 100
+    domain = _domain_id(opts)
     started = time.perf_counter()
     # physics at the published rate (500 Hz is the default robot's own MJCF time step): every
     # published state is a physics step, so differentiated samples match the published torques
     physics_rate = opts.state_rate
     sim_time = {"use_sim_time": True}
+    lockstep = {"lockstep": True, "lockstep_wait_for": ["/estimator/progress", "/recorder/progress"],
+                "lockstep_window": 0.2} if opts.lockstep else {"lockstep": False}
     specs = {
         "mujoco_sim": {
             "model_path": str(model_path), "rate": physics_rate, "real_time_factor": opts.real_time_factor,
             "publish_every": max(1, round(physics_rate / opts.state_rate)), "payload": opts.payload,
             "torque_noise": opts.torque_noise, "encoder_resolution": opts.encoder_resolution,
-            "noise_seed": opts.seed},
+            "noise_seed": opts.seed, **lockstep},
         "trajectory_publisher": {
             **sim_time, "model_path": str(model_path), "excitation_time": opts.excitation_time,
             "seed": opts.seed, "rate": opts.state_rate, "reliable_input": True,
-            "coefficients_file": _shipped_excitation(model_path)},
+            "coefficients_file": _shipped_excitation(model_path), "lockstep": opts.lockstep,
+            "lead_time": 0.02},
         "estimator": {
             **sim_time, "model_path": str(model_path), "method": "rls_logdet", "target": payload.body,
             "prior": "uninformative", "sample_rate": opts.state_rate, "alpha": 100.0,
@@ -123,10 +129,13 @@ def run_demo(opts: DemoOptions) -> dict:
                                       log=out / "logs" / f"{name}.log")
             if name != "mujoco_sim":
                 monitor.wait_for_node(name, procs[name], timeout=30.0)
+        clock = "lockstep" if opts.lockstep else "real time"
+        if opts.real_time_factor > 0:
+            clock += f", at most {opts.real_time_factor:g}x real time"
         _say(opts, f"running sim + trajectory + online estimator + recorder as ROS 2 processes on "
-                   f"{model_path.name} (payload {opts.payload}; real-time factor "
-                   f"{opts.real_time_factor:g}; ROS domain {domain}; logs in {out / 'logs'})")
-        budget = 60.0 + 20.0 * (opts.excitation_time + 20.0) / max(opts.real_time_factor, 0.5)
+                   f"{model_path.name} (payload {opts.payload}; {clock}; ROS domain {domain}; "
+                   f"logs in {out / 'logs'})")
+        budget = 120.0 + 20.0 * (opts.excitation_time + 20.0) / max(opts.real_time_factor, 0.5)
         deadline = time.monotonic() + budget
         last_print = 0.0
         while not monitor.done.wait(0.5):
@@ -139,9 +148,12 @@ def run_demo(opts: DemoOptions) -> dict:
                 _say(opts, f"t = {monitor.sim_time:6.1f} s  {monitor.progress_text()}")
         _say(opts, f"excitation done after {time.perf_counter() - started:.1f} s wall; "
                    f"{monitor.progress_text()}")
-        monitor.wait_for_final_estimate(timeout=20.0)
+        # the arm settles at rest within a second of the run's end; later samples are stationary
+        # and add nothing to the estimate (core.data.stationary), so this estimate is final
+        final = monitor.wait_for_final_estimate(monitor.done_time + SETTLE, timeout=120.0)
+        _say(opts, f"online estimate covering t = {final:.3f} s; {monitor.progress_text()}")
         bag_path = _call_trigger(monitor, "/recorder/stop", "finalising the bag")
-        _say(opts, f"bag written: {bag_path}")
+        _say(opts, f"bag written: {bag_path}; {_bag_check(Path(bag_path))}")
         batch = {}
         for method in opts.methods:
             _say(opts, f"BatchSolve {method} on the bag ...")
@@ -155,6 +167,35 @@ def run_demo(opts: DemoOptions) -> dict:
     if failed:
         _say(opts, f"warning: processes exited with {failed} (see {out / 'logs'})")
     return _report(opts, model, payload, out, online, batch, time.perf_counter() - started)
+
+
+#: [s, simulated] after the run's end by which the arm is at rest (the online estimate is final)
+SETTLE = 1.0
+
+
+def _domain_id(opts: DemoOptions) -> int:
+    """The DDS domain: the option, else the user's ``ROS_DOMAIN_ID``, else one of 1-101 chosen
+    from the process id (a private domain for a demo beside other ROS work)."""
+    if opts.domain_id is not None:
+        chosen = int(opts.domain_id)
+    elif os.environ.get("ROS_DOMAIN_ID", "").strip():
+        chosen = int(os.environ["ROS_DOMAIN_ID"])
+    else:
+        chosen = 1 + os.getpid() % 101
+    if not 0 <= chosen <= 101:
+        raise SysIdError(f"ROS domain id must be in 0-101 (the range whose ports every DDS "
+                         f"implementation supports), got {chosen}")
+    return chosen
+
+
+def _bag_check(path: Path) -> str:
+    """One line on the recorded joint states: count, period, largest step (a gap shows here)."""
+    from sysid_ros.core.data.bag import read_bag
+
+    data = read_bag(path)
+    steps = np.diff(data.t)
+    return (f"{len(data)} joint states over {data.t[-1]:.3f} s, period {1e3 * np.median(steps):.3f} ms, "
+            f"largest step {1e3 * steps.max():.3f} ms")
 
 
 def _shipped_excitation(model_path: Path) -> str:
@@ -184,6 +225,7 @@ class _Monitor:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node = Node("sysid_demo", context=context)
         self.done = threading.Event()
+        self.done_time = 0.0  # simulated time [s] when the trajectory said it was done
         self.sim_time = 0.0
         self.latest = None
         self.history: list[tuple[float, list[float], float]] = []
@@ -195,7 +237,8 @@ class _Monitor:
         self.sim_time = msg.clock.sec + 1e-9 * msg.clock.nanosec
 
     def _on_done(self, msg) -> None:
-        if msg.data:
+        if msg.data and not self.done.is_set():
+            self.done_time = self.sim_time
             self.done.set()
 
     def _on_estimate(self, msg) -> None:
@@ -212,15 +255,18 @@ class _Monitor:
                 raise SysIdError(f"node {name} did not come up within {timeout:.0f} s")
             time.sleep(0.05)
 
-    def wait_for_final_estimate(self, *, timeout: float) -> None:
-        """Until the estimator publishes an estimate that covers the simulated time reached
-        (it works through its queue), bounded by ``timeout`` [s]."""
-        target = self.sim_time - 0.5
+    def wait_for_final_estimate(self, data_time: float, *, timeout: float) -> float:
+        """Until an estimate covers the data up to ``data_time`` [s] (estimates are stamped with
+        the data time of their last sample); returns its stamp. :class:`SysIdError` after
+        ``timeout`` [s] wall time."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.history and self.history[-1][0] >= target:
-                return
+        while not (self.history and self.history[-1][0] >= data_time):
+            if time.monotonic() > deadline:
+                newest = f"{self.history[-1][0]:.3f} s" if self.history else "none"
+                raise SysIdError(f"no online estimate covering t = {data_time:.3f} s within {timeout:.0f} s "
+                                 f"(newest: {newest})")
             time.sleep(0.05)
+        return self.history[-1][0]
 
     def progress_text(self) -> str:
         m = self.latest

@@ -10,6 +10,14 @@ stamp) gets the command of its time since the start. So the run follows simulate
 real-time factor without ``/clock``, and when the measurements stop the commands stop too (the
 motors' or simulator's command watchdog then takes over: fail-safe). When the run is over the
 node says so on ``~/done`` (latched ``std_msgs/Bool``) and keeps commanding the rest pose.
+
+With ``lockstep: true`` (a ``mujoco_sim`` in lockstep mode waits for this node) the run is
+deterministic: it starts at the stamp of the joint state it was planned from (the simulator
+waits while the plan is computed), commands are stamped on the grid ``t0 + j/rate`` and sent up
+to ``lead_time`` [s] ahead of the newest joint state (at least up to its stamp, so every state is
+answered), and before a run starts each state is answered by an empty command (nothing changes,
+time may pass). The simulator applies each command at its stamp, so which states this node
+happened to see does not change the motion.
 Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current pose.
 
 Topics (relative names: remap them, e.g. ``--ros-args -r joint_states:=/arm/joint_states``):
@@ -63,6 +71,9 @@ PARAMETERS = (
     ("feedforward", True, "add the nominal model's inverse dynamics as feed-forward torque"),
     ("autostart", True, "start as soon as the first joint state arrives"),
     ("reliable_input", False, "RELIABLE joint-state subscription (simulation; false matches any publisher)"),
+    ("lockstep", False,
+     "a lockstep simulator waits for this node: deterministic start, grid commands sent ahead"),
+    ("lead_time", 0.02, "lockstep: send commands this far [s] ahead of the newest joint state"),
 )
 
 
@@ -96,6 +107,13 @@ class TrajectoryPublisherNode(Node):
         self.create_service(Trigger, "~/start", self._on_start)
         self._period = 1.0 / float(self._get("rate"))
         self._last_sent = -np.inf
+        self.lockstep = bool(self._get("lockstep"))
+        self.lead_time = float(self._get("lead_time"))
+        if not self.lead_time >= 0:
+            raise SysIdError(f"lead_time must be >= 0 s, got {self.lead_time}")
+        self._grid = 0  # lockstep: index of the next command on the grid t0 + j/rate
+        self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
+        self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
                                f"{self.trajectory.period:g} s; waiting for joint states")
 
@@ -130,9 +148,12 @@ class TrajectoryPublisherNode(Node):
                                       throttle_duration_sec=5.0)
             return
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if stamp == 0.0:  # unstamped: the node's clock
-            stamp = self.get_clock().now().nanoseconds * 1e-9
         with self._lock:
+            if self._latest is not None and stamp == self._latest[1] == 0.0:
+                self._unstamped = True  # a driver that never stamps: the node's clock
+            if self._unstamped:
+                stamp = self.get_clock().now().nanoseconds * 1e-9
+            self._latest = (q, stamp)
             self._tick(q, stamp)
 
     def _on_start(self, _request, response):
@@ -142,6 +163,11 @@ class TrajectoryPublisherNode(Node):
                 return response
             self._start_requested, self.plan, self._done = True, None, False
         self._done_pub.publish(Bool(data=False))
+        if self.lockstep and self._latest is not None:  # a lockstep simulator waits: start now
+            with self._lock:
+                self._tick(*self._latest)
+            response.success, response.message = True, "started from the newest measured pose"
+            return response
         response.success, response.message = True, "starting from the next measured pose"
         return response
 
@@ -149,25 +175,51 @@ class TrajectoryPublisherNode(Node):
         """One joint state at ``stamp`` [s]: start a run if asked, publish the command due."""
         if self.plan is None:
             if not self._start_requested:
+                if self.lockstep:
+                    self._heartbeat(stamp)
                 return
             try:
                 self.plan = self._plan(measured)
             except SysIdError as exc:
                 self.get_logger().error(f"cannot plan the excitation: {exc}")
                 self._start_requested = False
+                if self.lockstep:
+                    self._heartbeat(stamp)
                 return
             # the whole run sampled once (feed-forward included); each state then interpolates.
-            # Time starts at the next state: the arm holds still while this is computed.
+            # Real time: time starts at the next state (the arm holds still while this is
+            # computed); lockstep: at this state (the simulator waits for the first command)
             self._samples = self.plan.sampled(max(1000.0, 2.0 / self._period))
             self._t0, self._last_sent, self._start_requested = None, -np.inf, False
-            return
+            self._grid = 0
+            if not self.lockstep:
+                return
         if self._t0 is None:
             self._t0 = stamp
             self.get_logger().info(f"excitation started: {self.plan.duration:.1f} s "
                                    f"(ramp in {self.plan.ramp_in:.1f} s, excitation "
                                    f"{self.plan.excitation_time:.1f} s, ramp out {self.plan.ramp_out:.1f} s)")
+        if self.lockstep:
+            # the grid up to lead_time ahead, and at least up to this state (every state answered)
+            while True:
+                g = self._t0 + self._grid * self._period
+                if g > stamp + self.lead_time + 1e-9 and self._last_sent >= stamp - 1e-9:
+                    break
+                self._send(g)
+                self._grid += 1
+            return
         if stamp - self._last_sent < 0.75 * self._period:
             return  # decimate the state stream down to the command rate (and drop out-of-order states)
+        self._send(stamp)
+
+    def _heartbeat(self, stamp: float) -> None:
+        """Lockstep, no run: an empty command (nothing changes) so the simulator may go on."""
+        msg = MotorCommand()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 1_000_000_000)
+        self._pub.publish(msg)
+
+    def _send(self, stamp: float) -> None:
+        """Publish the plan's command at ``stamp`` [s] (time since the run's start: stamp − t0)."""
         self._last_sent = stamp
         t = stamp - self._t0
         q, dq, tau, kp, kd = self._samples.sample(t)

@@ -39,6 +39,24 @@ def test_mit_law_saturates_at_the_motor_limit_and_reports_the_applied_torque(mod
     assert sample.mode == "command" and sim.counters["saturated_steps"] == 1
 
 
+def test_a_stamped_command_takes_effect_one_period_after_its_stamp(model):
+    sim = MitSimulator(model, SimOptions(rate=500.0))
+    names, zero = list(sim.joint_names), np.zeros(6)
+    effort = np.full(6, 0.25)
+    # sent early, stamped at the state of step 3 (t = 6 ms): acts from step 4 on
+    sim.command(names, zero, zero, effort, zero, zero, stamp=0.006)
+    assert sim.command_horizon == 0.006
+    taus = [sim.step().tau for _ in range(6)]
+    assert [bool(np.allclose(t, effort)) for t in taus] == [False] * 4 + [True] * 2
+    # late (stamp long past): takes effect at the next step; an empty command changes nothing
+    sim.command(names, zero, zero, 2 * effort, zero, zero, stamp=0.0)
+    sim.command([], [], [], [], stamp=0.004)
+    np.testing.assert_allclose(sim.step().tau, 2 * effort)
+    assert sim.command_horizon == 0.006
+    with pytest.raises(DataError, match="stamp: non-finite"):
+        sim.command(names, zero, zero, zero, stamp=float("nan"))
+
+
 def test_pd_law_uses_the_measured_state(model):
     sim = MitSimulator(model)
     names = list(sim.joint_names)

@@ -6,7 +6,13 @@ limit, computed from the *measured* state (noise, encoder quantisation) like rea
 last command is held when commands stop; after ``command_timeout`` of silence the joints go limp
 (zero torque plus ``limp_damping``), as a motor whose CAN watchdog expired. Before the first
 command the robot holds its initial pose with the default gains (a powered arm at rest).
-Commands and measurements can be delayed by whole physics steps. The physics, the law, the
+Commands carry a stamp [s, simulated time]: a command takes effect one physics period after
+its stamp (the controller's one-step latency: the command answering the state measured at
+``t_k`` acts from the step starting at ``t_k + 1/rate``); one that arrives later than that takes
+effect at the next step. So a stamped command stream gives the same motion however late it is
+delivered, as long as it is delivered before it is due — what a lockstep simulation waits for
+(:attr:`MitSimulator.command_horizon`). Commands and measurements can further be delayed by
+whole physics steps (``command_delay``, ``measurement_delay``). The physics, the law, the
 saturation and the sensor model are :class:`~sysid_ros.core.sim.plant.MitPlant`'s; this class adds
 joint names, command validation and merging, the initial hold and the true parameters.
 """
@@ -14,6 +20,8 @@ joint names, command validation and merging, the initial hold and the true param
 from __future__ import annotations
 
 import copy
+import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -102,6 +110,9 @@ class MitSimulator:
         self.torque_limit = self.plant.torque_limit
         self.plant.set_state(q=start, forward=True)
         self._commands = 0
+        self._pending: list = []  # heap of (step it takes effect, arrival order, names, arrays)
+        self._arrivals = itertools.count()
+        self.command_horizon = -np.inf
 
     # ---------------------------------------------------------------------------- properties
     @property
@@ -141,10 +152,14 @@ class MitSimulator:
         return tuple(names), np.asarray(values)
 
     # ------------------------------------------------------------------------------ commands
-    def command(self, names, position, velocity, effort, kp=(), kd=()) -> None:
+    def command(self, names, position, velocity, effort, kp=(), kd=(), *, stamp: float | None = None) -> None:
         """Take an MIT command for the named joints (others keep theirs). Empty ``kp``/``kd``
-        keep the current gains. Raises :class:`DataError` (and changes nothing) on unknown
-        names, mismatched lengths or non-finite values."""
+        keep the current gains. ``stamp`` [s]: the command takes effect at the first step
+        starting at or after ``stamp + 1/rate`` (``None``: at the next step); commands due at
+        the same step apply in stamp order, then arrival order. An empty ``names`` list is a
+        valid command that changes nothing (a controller saying it has seen the state).
+        Raises :class:`DataError` (and changes nothing) on unknown names, mismatched lengths
+        or non-finite values (stamp included)."""
         names = list(names)
         unknown = [n for n in names if n not in self._index]
         if unknown:
@@ -163,19 +178,45 @@ class MitSimulator:
             if key in ("kp", "kd") and np.any(arr < 0):
                 raise DataError(f"{key}: gains must be >= 0, got {arr.tolist()}")
             arrays[key] = arr
+        if stamp is not None and not np.isfinite(stamp):
+            raise DataError(f"stamp: non-finite {stamp}")
         idx = np.array([self._index[n] for n in names], dtype=int)
+        due = self.step_count
+        if stamp is not None:
+            due = max(due, _first_step_after(stamp, self.options.rate))
+        order = -np.inf if stamp is None else stamp
+        heapq.heappush(self._pending, (due, order, next(self._arrivals), idx, arrays))
+        if stamp is not None:
+            self.command_horizon = max(self.command_horizon, stamp)
+        self._commands += 1
+
+    def _apply_due_commands(self) -> None:
+        while self._pending and self._pending[0][0] <= self.step_count:
+            _, _, _, idx, arrays = heapq.heappop(self._pending)
+            self._apply(idx, arrays)
+
+    def _apply(self, idx: np.ndarray, arrays: dict) -> None:
+        if idx.size == 0:
+            return
         new = [x.copy() for x in self.plant.latest_command]
         for slot, key in enumerate(("position", "velocity", "effort", "kp", "kd")):
             if arrays[key] is not None:
                 new[slot][idx] = arrays[key]
         self.plant.send(JointCommand(*new))
-        self._commands += 1
 
     # ---------------------------------------------------------------------------------- step
     def step(self) -> JointSample | None:
         """Advance one physics step. Returns the measurement due now (``None`` while the
-        measurement delay fills): the measured state before the step and the applied torque."""
+        measurement delay fills): the measured state before the step and the applied torque.
+        Commands due at this step take effect first."""
+        self._apply_due_commands()
         sample = self.plant.step()
         if sample is None:
             return None
         return JointSample(sample.step / self.options.rate, sample.q, sample.dq, sample.tau, sample.mode)
+
+
+def _first_step_after(stamp: float, rate: float) -> int:
+    """Index of the first step starting at or after ``stamp + 1/rate`` (times in seconds; a
+    stamp on the step grid up to rounding counts as on it)."""
+    return int(np.ceil(stamp * rate - 1e-6)) + 1
