@@ -13,6 +13,8 @@
                    online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
                    [--torque-noise NM] [--weighting fixed|adaptive] [--weight-memory S] [--cutoff HZ]
                    [--sample-rate HZ] [--gap-periods N] [--window S] [--min-speed RAD_S]
+    sysid bag recover PATH    (a recording killed before it finished: the bag's path or its
+                               .NAME.partial-* folder)
 
 Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
 """
@@ -252,6 +254,18 @@ def _add_online_options(parser: argparse.ArgumentParser) -> None:
                                help=f"{OPTION_HELP[name]} (default: {default:g})")
 
 
+def _bag_recover(args: argparse.Namespace) -> int:
+    from sysid_ros.core.data.bag import recover_bag
+
+    rec = recover_bag(args.path)
+    dropped = f" (dropped an incomplete last record: {rec.truncated_bytes} B)" if rec.truncated_bytes else ""
+    print(f"recovered {rec.path} from {rec.source}{dropped}")
+    for topic, n in rec.counts.items():
+        gaps = f", {rec.gaps[topic]} missing in stamp gaps" if topic in rec.gaps else ""
+        print(f"  {topic}: {n} messages recovered{gaps}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sysid", description="Robot arm dynamic-parameter identification.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -336,6 +350,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command-topic", default="/motor_command")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=_identify)
+
+    p = sub.add_parser("bag", help="bag maintenance: recover an interrupted recording")
+    bag = p.add_subparsers(dest="bag_command", required=True)
+    q = bag.add_parser("recover", help="rebuild a complete bag from a recording killed before it finished "
+                       "(its .NAME.partial-* folder); the folder is removed once the bag is complete")
+    q.add_argument("path", help="the intended bag path or its .NAME.partial-* folder")
+    q.set_defaults(func=_bag_recover)
     return parser
 
 

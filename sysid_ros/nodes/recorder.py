@@ -6,27 +6,44 @@ appears); messages are stored as they come off the wire (raw CDR, no deserialisa
 with the node's clock (simulated time under ``use_sim_time``). The bag is written under a
 temporary name and renamed into place when recording stops (service ``~/stop``, shutdown or
 SIGINT), so a half-written bag never carries the final name; ``ros2 bag info`` reads it.
+
+Lossless: subscriptions keep all messages (reliable where the publishers are); the subscription
+callback only queues ``(topic, log time, bytes)`` and a writer thread writes the bag, so writing
+never stalls reception. Losses it can see are counted per topic: DDS "message lost" events and
+gaps in the header stamps of stamped streams (:class:`~sysid_ros.core.data.bag.StampGaps`); both
+go into the bag's metadata (``sysid_ros.lost.<topic>``, ``sysid_ros.gaps.<topic>``), one line
+per topic at stop, a WARNING and ``~/stop``'s message if anything was lost.
+
+``~/progress`` (``builtin_interfaces/Time``) is the header stamp of the newest ``progress_topic``
+message that is in the bag file (flushed: it survives ``kill -9``, see ``sysid bag recover``),
+published when it advanced by ``progress_period`` of data time and whenever the writer is idle,
+for a lockstep simulator (``mujoco_sim`` ``lockstep_wait_for``).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import queue
+import signal
+import sys
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
+from builtin_interfaces.msg import Time
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from sysid_ros.core.data.bag import BagRecording
+from sysid_ros.core.data.bag import BagRecording, StampGaps, header_stamp_ns
 from sysid_ros.core.errors import DataError
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
@@ -40,7 +57,37 @@ PARAMETERS = (
     ("latched_topics", ["/sim/true_parameters"], "declared topics recorded with TRANSIENT_LOCAL durability"),
     ("storage", "mcap", "mcap | sqlite3"),
     ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
+    ("progress_topic", "/joint_states", "stamped topic whose recorded data time ~/progress publishes"),
+    ("progress_period", 0.01, "~/progress: publish when the data time advanced this much [s]"),
 )
+PROGRESS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.VOLATILE)
+_END = object()  # ends the writer thread once the queue before it is written
+
+
+class TopicStats:
+    """What happened to one topic's messages: received, written, lost (DDS events), gaps."""
+
+    def __init__(self, stamped: bool) -> None:
+        self.received = 0
+        self.written = 0
+        self.lost = 0
+        self.gaps = StampGaps() if stamped else None
+
+    @property
+    def missing(self) -> int:
+        return self.lost + (self.gaps.missing if self.gaps is not None else 0)
+
+    def line(self, topic: str) -> str:
+        gaps = f", {self.gaps.missing} missing in stamp gaps" if self.gaps is not None else ""
+        return f"{topic}: received {self.received}, written {self.written}, lost {self.lost} (DDS){gaps}"
+
+
+def _stamped(type_name: str) -> bool:
+    from sysid_ros.core.data.bag import typestore
+
+    fields = typestore().fielddefs.get(type_name)
+    return bool(fields and fields[1] and fields[1][0][1][1] == "std_msgs/msg/Header")
 
 
 def message_class(type_name: str):
@@ -72,17 +119,22 @@ class RecorderNode(Node):
         if types and len(types) != len(self._wanted):
             raise DataError(f"types: expected one per topic ({len(self._wanted)}: {self._wanted}), "
                             f"got {len(types)}")
+        self._progress_topic = self._get("progress_topic")
+        self._progress_ns = round(float(self._get("progress_period")) * 1e9)
         declared = {topic: kind for topic, kind in zip(self._wanted, types, strict=False) if kind}
         classes = {topic: _message_class_or_error(kind) for topic, kind in declared.items()}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the bag (writer thread, discovery, finish) and the stats
         self._last_ns = 0
         self._recorded: dict[str, object] = {}
+        self._stats: dict[str, TopicStats] = {}
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._progress = self.create_publisher(Time, "~/progress", PROGRESS_QOS)
         self.bag = BagRecording(Path(output).expanduser(), storage=storage)
         try:  # declared topics: subscribed now, so nothing published from the start is missed
             latched = set(self._get("latched_topics"))
             for topic, kind in declared.items():
-                self.bag.add_topic(topic, kind)
-                qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                self._add_topic(topic, kind)
+                qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL if topic in latched
                                  else DurabilityPolicy.VOLATILE)
                 self._subscribe(topic, classes[topic], qos)
@@ -92,6 +144,8 @@ class RecorderNode(Node):
         self._stop_at: int | None = None  # wall time [ns] of a stop request
         self._last_arrival = time.monotonic()
         self._caught_up: set[str] = set()
+        self._writer = threading.Thread(target=self._write_loop, name="bag writer", daemon=True)
+        self._writer.start()
         # its own group: the messages keep flowing while a stop request waits for the backlog
         self.create_service(Trigger, "~/stop", self._on_stop, callback_group=ReentrantCallbackGroup())
         # graph discovery runs on the wall clock: it must not wait for a simulator's /clock
@@ -102,6 +156,11 @@ class RecorderNode(Node):
 
     def _get(self, name: str):
         return parameter_value(self, name)
+
+    def _add_topic(self, topic: str, type_name: str) -> None:
+        with self._lock:
+            self.bag.add_topic(topic, type_name)
+            self._stats[topic] = TopicStats(_stamped(type_name))
 
     def _discover(self) -> None:
         if self.bag.closed:
@@ -115,8 +174,7 @@ class RecorderNode(Node):
             type_name = types[topic][0]
             try:
                 cls = message_class(type_name)
-                with self._lock:
-                    self.bag.add_topic(topic, type_name)
+                self._add_topic(topic, type_name)
             except (DataError, ImportError, AttributeError, ValueError) as exc:
                 self.get_logger().error(f"not recording {topic}: {exc}")
                 self._recorded[topic] = None
@@ -126,8 +184,10 @@ class RecorderNode(Node):
 
     def _subscribe(self, topic: str, cls, qos: QoSProfile) -> None:
         # (data, info): rclpy passes the MessageInfo (receive time) to two-argument callbacks
+        events = SubscriptionEventCallbacks(message_lost=functools.partial(self._on_lost, topic))
         self._recorded[topic] = self.create_subscription(
-            cls, topic, functools.partial(self._on_message, topic), qos, raw=True)
+            cls, topic, functools.partial(self._on_message, topic), qos, raw=True,
+            event_callbacks=events)
 
     def _qos_for(self, topic: str) -> QoSProfile:
         """Match the publishers: reliable and/or transient-local only if every publisher is."""
@@ -137,23 +197,121 @@ class RecorderNode(Node):
                                       for i in infos)
         rel = ReliabilityPolicy
         dur = DurabilityPolicy
-        return QoSProfile(depth=1000, reliability=rel.RELIABLE if reliable else rel.BEST_EFFORT,
+        return QoSProfile(history=HistoryPolicy.KEEP_ALL,
+                          reliability=rel.RELIABLE if reliable else rel.BEST_EFFORT,
                           durability=dur.TRANSIENT_LOCAL if latched else dur.VOLATILE)
+
+    def _on_lost(self, topic: str, info) -> None:
+        with self._lock:
+            self._stats[topic].lost += int(info.total_count_change)
+            lost = {t: s.lost for t, s in self._stats.items()}
+            if not self.bag.closed:
+                self.bag.save_state({"lost": lost})  # for `sysid bag recover` after a kill
 
     def _on_message(self, topic: str, data: bytes, info) -> None:
         self._last_arrival = time.monotonic()
         if self._stop_at is not None and info["received_timestamp"] >= self._stop_at:
             self._caught_up.add(topic)  # received after the stop request: not part of the bag
             return
+        self._stats[topic].received += 1  # (only this executor thread counts receptions)
+        self._queue.put((topic, self.get_clock().now().nanoseconds, data))
+
+    def _write_loop(self) -> None:
+        try:
+            self._write_queue()
+        except Exception as exc:  # e.g. a full disk: say so (the bag so far stays recoverable)
+            self.get_logger().error(f"writing {self.bag.path} failed, recording stopped: {exc!r}")
+
+    def _write_queue(self) -> None:
+        """The writer thread: queue → bag; flushes and publishes ~/progress (see the module)."""
+        published = None  # progress stamp last published
+        newest = None  # newest progress stamp written
+        pending = False  # written since the last flush
+        while True:
+            try:
+                item = self._queue.get(timeout=0.005 if pending else 0.1)
+            except queue.Empty:
+                item = None
+            if item is _END:
+                break
+            if item is not None:
+                topic, ns, data = item
+                stamp = self._write(topic, ns, data)
+                pending = True
+                if stamp is not None and topic == self._progress_topic:
+                    newest = stamp if newest is None else max(newest, stamp)
+                due = newest is not None and (published is None or newest - published >= self._progress_ns)
+                if not due:
+                    continue
+            elif not pending:
+                continue
+            with self._lock:  # idle, or the progress is due: into the file, then say so
+                if self.bag.closed:
+                    break
+                self.bag.flush()
+            pending = False
+            if newest is not None and newest != published:
+                published = newest
+                self._publish_progress(newest)
+
+    def _write(self, topic: str, ns: int, data: bytes) -> int | None:
+        """One message into the bag; returns its header stamp (stamped topics)."""
         with self._lock:
-            if not self.bag.closed:
-                # log times never go back and never tie: readers order a bag by log time, and on
-                # simulated time everything received before the first /clock would log at 0
-                self._last_ns = max(self.get_clock().now().nanoseconds, self._last_ns + 1)
-                self.bag.write(topic, self._last_ns, data)
+            stats = self._stats[topic]
+            if self.bag.closed:
+                return None
+            # log times never go back and never tie: readers order a bag by log time, and on
+            # simulated time everything received before the first /clock would log at 0
+            self._last_ns = max(ns, self._last_ns + 1)
+            self.bag.write(topic, self._last_ns, data)
+            stats.written += 1
+            if stats.gaps is None:
+                return None
+            stamp = header_stamp_ns(data)
+            if stamp is not None:
+                stats.gaps.add(stamp)
+            return stamp
+
+    def _publish_progress(self, stamp: int) -> None:
+        try:
+            self._progress.publish(Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000))
+        except Exception:  # the context is shutting down: nobody is waiting any more
+            pass
 
     def finish(self) -> Path | None:
-        """Close the bag (idempotent). Returns its path, ``None`` if nothing was recorded."""
+        """Write what is queued, then close the bag (idempotent). Returns its path, ``None`` if
+        nothing was recorded. A Ctrl-C cannot cut it short: the bag is finished in a thread of its
+        own (signals interrupt only the main thread) and waited for; the interrupt then ends the
+        node as usual (rclpy's handler shut the context down)."""
+        outcome: dict[str, object] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["path"] = self._finish()
+            except BaseException as exc:  # handed to the caller below
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="bag finisher").start()
+        interrupted = False
+        while not done.is_set():  # (an Event: Thread.join cut short by a signal misreports)
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                interrupted = True
+                print("[SIGINT] already stopping: finishing the bag first", file=sys.stderr, flush=True)
+        if interrupted and self.context.ok():
+            self.context.try_shutdown()  # the interrupt still ends the node
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["path"]
+
+    def _finish(self) -> Path | None:
+        if self._writer.is_alive():
+            self._queue.put(_END)
+            self._writer.join()
         with self._lock:
             if self.bag.closed:
                 return self.bag.path if self.bag.path.exists() else None
@@ -161,10 +319,25 @@ class RecorderNode(Node):
                 self.bag.abort()
                 self.get_logger().warning(f"nothing was recorded: no bag written at {self.bag.path}")
                 return None
+            self.get_logger().info(f"finishing bag {self.bag.path}")
+            for topic, stats in self._stats.items():
+                self.bag.set_metadata(f"sysid_ros.lost.{topic}", str(stats.lost))
+                if stats.gaps is not None:
+                    self.bag.set_metadata(f"sysid_ros.gaps.{topic}", str(stats.gaps.missing))
             path = self.bag.close()
         counts = ", ".join(f"{t}: {n}" for t, n in self.bag.counts.items())
         self.get_logger().info(f"bag finished: {path} ({counts})")
+        for topic, stats in self._stats.items():
+            self.get_logger().info(stats.line(topic))
+        lost = self.losses()
+        if lost:
+            self.get_logger().warning(f"the recording lost data: {lost}")
         return path
+
+    def losses(self) -> str:
+        """'' if nothing was seen lost, else what was lost per topic."""
+        return "; ".join(f"{t}: {s.lost} lost (DDS), {s.gaps.missing if s.gaps else 0} missing in "
+                         "stamp gaps" for t, s in self._stats.items() if s.missing)
 
     async def _on_stop(self, _request, response):
         """Record what was received before the request (the queues may lag behind), then close."""
@@ -173,7 +346,7 @@ class RecorderNode(Node):
         done = Future(executor=self.executor)
         done.add_done_callback(lambda _f: None)  # wakes the executor when set
         started = time.monotonic()
-        streams = {t for t, n in self.bag.counts.items() if n > 1}  # not the latched one-offs
+        streams = {t for t, n in self._stats.items() if n.received > 1}  # not the latched one-offs
 
         def check() -> None:
             idle = time.monotonic() - self._last_arrival > 0.3
@@ -187,7 +360,9 @@ class RecorderNode(Node):
         self.destroy_timer(timer)
         path = self.finish()
         response.success = path is not None
-        response.message = str(path) if path is not None else "nothing was recorded"
+        lost = self.losses()
+        response.message = (str(path) if path is not None else "nothing was recorded") + (
+            f"; LOST DATA: {lost}" if lost else "")
         return response
 
     def destroy_node(self):
@@ -197,6 +372,9 @@ class RecorderNode(Node):
 
 def main(args=None) -> None:
     spin(RecorderNode, SingleThreadedExecutor, args=args)
+    # the bag is finished: a late second Ctrl-C must not turn the clean exit into an interrupt
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,18 @@ Reading gives a :class:`~sysid_ros.core.data.dataset.Dataset` from ``sensor_msgs
 Writing is atomic: the bag is written under a temporary name beside the target and renamed into
 place, so a half-written bag never carries the final name. A simulated run's true parameters go
 into ``truth.json`` inside the bag directory (and are named in the bag's custom metadata).
+
+Times: a message's time is its ``header.stamp``; a stamp of 0 is a valid time (a simulation's
+first joint state is stamped exactly 0). Only an *unstamped stream* — every stamp of the topic
+is 0, a driver that never stamps — falls back to the bag's log times (the recorder's receive
+times), with a logged warning naming the topic. The same rule holds for ``MotorCommand``.
+
+Recording (:class:`BagRecording`) and recovery: a recording lives in ``.<name>.partial-*/<name>``
+beside its final path until :meth:`BagRecording.close` renames it into place. Its MCAP chunks are
+flushed to the file as the recording goes (:meth:`BagRecording.flush`), so a recorder killed
+with ``kill -9`` leaves a readable prefix: :func:`recover_bag` (``sysid bag recover PATH``)
+rebuilds a complete bag at the final name from every complete message of that file. Finalising
+that fails or is interrupted never deletes the staging folder (it stays recoverable).
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+import struct
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,10 +64,67 @@ def typestore() -> Typestore:
     return store
 
 
-def _stamp_ns(msg: Any, fallback_ns: int) -> int:
+log = logging.getLogger(__name__)
+
+
+def _stamp_ns(msg: Any) -> int:
     stamp = msg.header.stamp
-    ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-    return ns if ns > 0 else fallback_ns
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def stream_times(stamps: Sequence[int], log_times: Sequence[int], where: str) -> list[int]:
+    """The times of one topic's messages: the header stamps (0 is a valid stamp), or the log
+    times if the stream is unstamped (every stamp 0), with a warning naming ``where``."""
+    if len(stamps) and not any(stamps):
+        log.warning("%s: every header stamp is 0 (an unstamped stream): using the bag's log times",
+                    where)
+        return [int(ns) for ns in log_times]
+    return [int(ns) for ns in stamps]
+
+
+#: CDR encapsulation identifiers (second byte) of plain CDR / XCDR2, big and little endian
+_CDR_KINDS = {0x00: ">", 0x01: "<", 0x06: ">", 0x07: "<"}
+
+
+def header_stamp_ns(data: bytes | memoryview) -> int | None:
+    """The ``std_msgs/Header`` stamp [ns] of a serialised message whose first field is a header,
+    read straight from the CDR bytes (4-byte encapsulation header, then int32 sec and uint32
+    nanosec in the byte order the header names); ``None`` if the bytes are not plain CDR."""
+    if len(data) < 12 or data[0] != 0 or data[1] not in _CDR_KINDS:
+        return None
+    sec, nanosec = struct.unpack_from(_CDR_KINDS[data[1]] + "iI", data, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+class StampGaps:
+    """Missing messages of a stamped stream, seen as gaps in its header stamps: a step more than
+    1.5 times the running median period (of the last ``window`` steps) counts
+    ``round(step / period) - 1`` missing messages. Stamps of 0 (an unstamped stream) and steps
+    that do not advance are not counted."""
+
+    def __init__(self, window: int = 64) -> None:
+        self.window = window
+        self.missing = 0
+        self._last: int | None = None
+        self._steps: list[int] = []
+
+    def add(self, stamp_ns: int) -> int:
+        """Take the next stamp; returns the messages missing before it."""
+        last, self._last = self._last, stamp_ns if stamp_ns else self._last
+        if not stamp_ns or last is None or stamp_ns <= last:
+            return 0
+        step = stamp_ns - last
+        missed = 0
+        if len(self._steps) >= 3:
+            period = float(np.median(self._steps))
+            if step > 1.5 * period:
+                missed = max(round(step / period) - 1, 0)
+        if not missed:
+            self._steps.append(step)
+            if len(self._steps) > self.window:
+                del self._steps[0]
+        self.missing += missed
+        return missed
 
 
 def _time(ns: int) -> Any:
@@ -155,6 +225,9 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     """
     path = Path(path)
     if not path.exists():
+        if partial_folders(path):
+            raise DataError(f"{path}: not found, but its recording was interrupted; run "
+                            f"`sysid bag recover {path}`")
         raise DataError(f"expected a rosbag2 bag directory, got {str(path)!r} (not found)")
     store = typestore()
     try:
@@ -215,7 +288,7 @@ def _recorded_truth(reader: Reader, store: Typestore) -> Any | None:
 
 
 def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str) -> dict[str, Any]:
-    times, q, dq, tau = [], [], [], []
+    stamps, log_times, q, dq, tau = [], [], [], [], []
     names: tuple[str, ...] | None = None
     for k, (_, ns, raw) in enumerate(reader.messages(connections=[conn])):
         msg = store.deserialize_cdr(raw, conn.msgtype)
@@ -229,13 +302,14 @@ def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str)
         if len(msg.position) != n or len(msg.effort) != n:
             raise DataError(f"{path}:{topic}: sample {k} has {len(msg.position)} positions and "
                             f"{len(msg.effort)} efforts for {n} joints")
-        times.append(_stamp_ns(msg, ns))
+        stamps.append(_stamp_ns(msg))
+        log_times.append(ns)
         q.append(msg.position)
         tau.append(msg.effort)
         dq.append(msg.velocity if len(msg.velocity) == n else np.full(n, np.nan))
     if names is None:
         raise DataError(f"{path}:{topic}: the topic has no messages")
-    stamps = np.array(times, dtype=np.int64)
+    stamps = np.array(stream_times(stamps, log_times, f"{path}:{topic}"), dtype=np.int64)
     order = np.arange(stamps.size)
     if np.any(np.diff(stamps) < 0) and np.unique(stamps).size == stamps.size:
         # delivered out of order (a late-joining reliable reader gets the live sample before the
@@ -254,7 +328,7 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
     joint name. Messages a robot would refuse — not naming every joint, arrays of the wrong
     length, non-finite targets — are skipped and counted (a warning names how many and why); if
     no message is usable, :class:`DataError` says why."""
-    rows: list[tuple[int, np.ndarray]] = []
+    rows: list[tuple[int, int, np.ndarray]] = []
     skipped: dict[str, int] = {}
     for _, ns, raw in reader.messages(connections=[conn]):
         msg = store.deserialize_cdr(raw, conn.msgtype)
@@ -275,7 +349,7 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
         if not np.all(np.isfinite(values[:3])):
             skipped["non-finite targets"] = skipped.get("non-finite targets", 0) + 1
             continue
-        rows.append((_stamp_ns(msg, ns), values))
+        rows.append((_stamp_ns(msg), ns, values))
     if skipped:
         reasons = ", ".join(f"{count} {why}" for why, count in skipped.items())
         if not rows:
@@ -283,9 +357,10 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
         logging.getLogger(__name__).warning("%s:%s: skipped commands: %s", path, topic, reasons)
     if not rows:
         return None
-    rows.sort(key=lambda r: r[0])
-    t = np.array([r[0] for r in rows], dtype=np.int64)
-    v = np.stack([r[1] for r in rows])  # (M, 5, n)
+    times = stream_times([r[0] for r in rows], [r[1] for r in rows], f"{path}:{topic}")
+    order = sorted(range(len(rows)), key=times.__getitem__)
+    t = np.array([times[k] for k in order], dtype=np.int64)
+    v = np.stack([rows[k][2] for k in order])  # (M, 5, n)
     return CommandLog(t=(t - t0_ns) * 1e-9, q_ref=v[:, 0], dq_ref=v[:, 1], tau_ff=v[:, 2],
                       kp=v[:, 3], kd=v[:, 4])
 
@@ -301,13 +376,38 @@ def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic)
 
 
+def bag_custom_data(path: str | Path) -> dict[str, str]:
+    """The ``custom_data`` of a bag's ``metadata.yaml`` (e.g. the recorder's loss counts)."""
+    from ruamel.yaml import YAML
+
+    meta = Path(path) / "metadata.yaml"
+    if not meta.is_file():
+        raise DataError(f"{path}: no metadata.yaml (not a finished rosbag2 bag)")
+    info = YAML(typ="safe").load(meta.read_text(encoding="utf-8")) or {}
+    return dict(info.get("rosbag2_bagfile_information", {}).get("custom_data") or {})
+
+
+PARTIAL_STATE = "recording.json"  # loss counts of a recording in progress, beside its partial bag
+
+
+def partial_folders(path: str | Path) -> list[Path]:
+    """The staging folders ``.<name>.partial-*`` of recordings of ``path`` left unfinished."""
+    path = Path(path).absolute()
+    if not path.parent.is_dir():
+        return []
+    return sorted(p for p in path.parent.glob(f".{path.name}.partial-*") if p.is_dir())
+
+
 class BagRecording:
     """A rosbag2 bag written message by message (a recorder), finalised atomically.
 
     Messages go into ``.<name>.partial-*/<name>`` beside ``path``; :meth:`close` finishes the bag
-    (metadata written) and renames it to ``path``; :meth:`abort` (or an exception inside a
-    ``with`` block) removes it: a half-written bag never carries the final name. Messages are
-    CDR bytes as they come off the wire (``raw`` subscriptions), timestamps in nanoseconds.
+    (metadata written) and renames it to ``path``: a half-written bag never carries the final
+    name. :meth:`flush` puts everything written so far into the file (MCAP: the pending chunk is
+    closed), so it survives the process being killed (:func:`recover_bag`). If finishing fails or
+    is interrupted, the staging folder stays (recoverable); only :meth:`abort` (an explicit
+    throw-away) removes it. Messages are CDR bytes as they come off the wire (``raw``
+    subscriptions), timestamps in nanoseconds.
     """
 
     def __init__(self, path: str | Path, *, storage: Storage = "mcap") -> None:
@@ -323,6 +423,11 @@ class BagRecording:
         self._connections: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
         self.closed = False
+
+    @property
+    def staging(self) -> Path:
+        """The folder holding the bag until it is finished."""
+        return self._staging
 
     def add_topic(self, topic: str, msgtype: str) -> None:
         """Declare ``topic`` of ROS type ``msgtype`` (e.g. ``sensor_msgs/msg/JointState``);
@@ -341,20 +446,50 @@ class BagRecording:
         self._writer.write(self._connections[topic], int(ns), bytes(data))
         self.counts[topic] += 1
 
+    def flush(self) -> None:
+        """Put every message written so far into the file (the OS has it: a killed process
+        loses nothing of it). MCAP: the pending chunk is closed; sqlite3: committed."""
+        storage = self._writer.storage
+        if storage is None:
+            return
+        chunk = getattr(storage, "chunk", None)
+        if chunk is not None and chunk.bio.tell():
+            storage.close_chunk()
+        if hasattr(storage, "bio"):
+            storage.bio.flush()
+        elif hasattr(storage, "conn"):
+            storage.conn.commit()
+
+    def set_metadata(self, key: str, value: str) -> None:
+        """A ``custom_data`` entry of the bag's metadata (written when the bag is closed)."""
+        self._writer.set_custom_data(key, str(value))
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        """Keep ``state`` (e.g. loss counts so far) beside the partial bag for :func:`recover_bag`."""
+        tmp = self._staging / f".{PARTIAL_STATE}.tmp"
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, self._staging / PARTIAL_STATE)
+
     def close(self) -> Path:
-        """Finish the bag and move it to its final name. Returns the path."""
+        """Finish the bag and move it to its final name. Returns the path.
+
+        On any failure or interruption (``KeyboardInterrupt`` included) the staging folder is
+        left as it is and the error says where: ``sysid bag recover`` rebuilds the bag from it."""
         if self.closed:
             return self.path
+        self.closed = True
         try:
             self._writer.close()
             os.replace(self._tmp, self.path)
-        finally:
-            self.closed = True
-            shutil.rmtree(self._staging, ignore_errors=True)
+        except BaseException:
+            log.error("bag %s not finished: its data stays in %s; run `sysid bag recover %s`",
+                      self.path, self._staging, self.path)
+            raise
+        shutil.rmtree(self._staging, ignore_errors=True)  # only the loss state is left there
         return self.path
 
     def abort(self) -> None:
-        """Drop the bag: nothing is left behind."""
+        """Drop the bag (an explicit throw-away, e.g. nothing was recorded): nothing is left."""
         if self.closed:
             return
         self.closed = True
@@ -372,3 +507,194 @@ class BagRecording:
             self.close()
         else:
             self.abort()
+
+
+# -- recovery of a partial MCAP file (the MCAP record framing: https://mcap.dev/spec) -----------
+
+_MAGIC = b"\x89MCAP0\r\n"
+_SCHEMA, _CHANNEL, _MESSAGE, _CHUNK, _DATA_END = 0x03, 0x04, 0x05, 0x06, 0x0F
+
+
+@dataclass
+class McapScan:
+    """What a sequential read of an MCAP file found: schemas (id → (name, encoding, data)),
+    channels (id → (schema id, topic, encoding)), complete messages ``(channel, log_time, data)``
+    in file order, and where it stopped (``truncated``: bytes of an incomplete record)."""
+
+    schemas: dict[int, tuple[str, str, bytes]]
+    channels: dict[int, tuple[int, str, str]]
+    messages: list[tuple[int, int, bytes]]
+    truncated: int = 0
+    complete: bool = False  # the data section's end record was reached
+
+
+def _string(buf: memoryview, pos: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from("<I", buf, pos)
+    return bytes(buf[pos + 4:pos + 4 + n]).decode(), pos + 4 + n
+
+
+def _decompress(data: bytes, compression: str, size: int) -> bytes:
+    if compression == "":
+        return data
+    if compression == "zstd":
+        try:
+            from compression import zstd
+        except ImportError:
+            from backports import zstd
+        return zstd.decompress(data)
+    if compression == "lz4":
+        from lz4.frame import decompress
+
+        return decompress(data)
+    raise DataError(f"unsupported MCAP chunk compression {compression!r}")
+
+
+def _scan_records(buf: memoryview, scan: McapScan, nested: bool) -> int:
+    """Records of ``buf`` into ``scan`` up to the first incomplete one; returns where it stopped."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        if end - pos < 9:
+            return pos
+        op, length = struct.unpack_from("<BQ", buf, pos)
+        body = pos + 9
+        rec = buf[body:body + length]
+        if body + length > end:
+            if op == _CHUNK and not nested and end - body >= 28:
+                # an uncompressed chunk cut short still holds complete messages
+                try:
+                    compression, p = _string(rec, 28)
+                    if compression == "":
+                        _scan_records(rec[p + 8:], scan, nested=True)
+                except (struct.error, UnicodeDecodeError):
+                    pass
+            return pos
+        if op == _SCHEMA:
+            (sid,) = struct.unpack_from("<H", rec, 0)
+            name, p = _string(rec, 2)
+            encoding, p = _string(rec, p)
+            (n,) = struct.unpack_from("<I", rec, p)
+            scan.schemas[sid] = (name, encoding, bytes(rec[p + 4:p + 4 + n]))
+        elif op == _CHANNEL:
+            cid, sid = struct.unpack_from("<HH", rec, 0)
+            topic, p = _string(rec, 4)
+            encoding, p = _string(rec, p)
+            scan.channels[cid] = (sid, topic, encoding)
+        elif op == _MESSAGE:
+            cid, _seq, log_time, _pub = struct.unpack_from("<HIQQ", rec, 0)
+            scan.messages.append((cid, log_time, bytes(rec[22:])))
+        elif op == _CHUNK and not nested:
+            _, _, size, _crc = struct.unpack_from("<QQQI", rec, 0)
+            compression, p = _string(rec, 28)
+            (n,) = struct.unpack_from("<Q", rec, p)
+            data = _decompress(bytes(rec[p + 8:p + 8 + n]), compression, size)
+            _scan_records(memoryview(data), scan, nested=True)
+        elif op == _DATA_END and not nested:
+            scan.complete = True
+            return body + length
+        pos = body + length
+    return pos
+
+
+def scan_mcap(file: str | Path) -> McapScan:
+    """Read an MCAP file's records in order up to its end or truncation (no summary needed)."""
+    data = Path(file).read_bytes()
+    if not data.startswith(_MAGIC):
+        raise DataError(f"{file}: not an MCAP file (no MCAP magic)")
+    scan = McapScan({}, {}, [])
+    stop = len(_MAGIC) + _scan_records(memoryview(data)[len(_MAGIC):], scan, nested=False)
+    scan.truncated = 0 if scan.complete else len(data) - stop
+    return scan
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """A recovered bag: its path, messages per topic, header-stamp gaps per stamped topic, the
+    bytes of an incomplete last record that were dropped, and the folder it came from."""
+
+    path: Path
+    counts: dict[str, int]
+    gaps: dict[str, int]
+    truncated_bytes: int
+    source: Path
+
+
+def _first_field_is_header(msgtype: str) -> bool:
+    fields = typestore().fielddefs.get(msgtype)
+    if not fields or not fields[1]:
+        return False
+    kind = fields[1][0][1]
+    return kind[0] == 2 and kind[1] == "std_msgs/msg/Header"  # (NODETYPE NAME, type)
+
+
+def recover_bag(path: str | Path) -> Recovery:
+    """Rebuild a complete bag at its final name from an interrupted recording's partial MCAP.
+
+    ``path`` is the intended bag path or its ``.<name>.partial-*`` folder. Every complete message
+    is kept (in file order, no duplicates); the metadata gets the recovery counts
+    (``sysid_ros.recovered.<topic>``), the gaps in header stamps (``sysid_ros.gaps.<topic>``) and
+    the recorder's DDS loss counts when it left them (``sysid_ros.lost.<topic>``). The partial
+    folder is removed only after the new bag is complete."""
+    path = Path(path).absolute()
+    if path.name.startswith(".") and ".partial-" in path.name:
+        folder = path
+        final = path.parent / path.name[1:path.name.index(".partial-")]
+    else:
+        final = path
+        folders = partial_folders(path)
+        if not folders:
+            raise DataError(f"{path}: no interrupted recording (.{path.name}.partial-*) to recover")
+        if len(folders) > 1:
+            raise DataError(f"{path}: several interrupted recordings, name one: "
+                            f"{[str(f) for f in folders]}")
+        folder = folders[0]
+    if final.exists():
+        raise DataError(f"{final} exists; move it away before recovering {folder}")
+    files = sorted((folder / final.name).glob("*.mcap")) if (folder / final.name).is_dir() else []
+    if not files:
+        raise DataError(f"{folder}: no MCAP file to recover (only MCAP recordings can be recovered)")
+    scan = scan_mcap(files[0])
+    state_file = folder / PARTIAL_STATE
+    state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
+    store = typestore()
+    counts: dict[str, int] = {}
+    gaps: dict[str, int] = {}
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.recover-", dir=final.parent))
+    try:
+        with Writer(staging / final.name, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+            conns: dict[int, Any] = {}
+            counters: dict[int, StampGaps] = {}
+            for cid, (sid, topic, _enc) in sorted(scan.channels.items()):
+                msgtype = scan.schemas.get(sid, ("",))[0]
+                if msgtype not in store.fielddefs:
+                    log.warning("%s: not recovering %s: type %r unknown to the type store",
+                                folder, topic, msgtype)
+                    continue
+                conns[cid] = writer.add_connection(topic, msgtype, typestore=store)
+                counts[topic] = 0
+                if _first_field_is_header(msgtype):
+                    counters[cid] = StampGaps()
+            for cid, ns, data in scan.messages:
+                conn = conns.get(cid)
+                if conn is None:
+                    continue
+                writer.write(conn, ns, data)
+                counts[conn.topic] += 1
+                if cid in counters:
+                    stamp = header_stamp_ns(data)
+                    if stamp is not None:
+                        counters[cid].add(stamp)
+            for cid, counter in counters.items():
+                gaps[conns[cid].topic] = counter.missing
+            for topic, n in counts.items():
+                writer.set_custom_data(f"sysid_ros.recovered.{topic}", str(n))
+                if topic in gaps:
+                    writer.set_custom_data(f"sysid_ros.gaps.{topic}", str(gaps[topic]))
+            for topic, n in (state.get("lost") or {}).items():
+                writer.set_custom_data(f"sysid_ros.lost.{topic}", str(int(n)))
+            writer.set_custom_data("sysid_ros.recovered_from", str(folder))
+            writer.set_custom_data("sysid_ros.truncated_bytes", str(scan.truncated))
+        os.replace(staging / final.name, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)  # only now: the new bag is complete
+    return Recovery(final, counts, gaps, scan.truncated, folder)
