@@ -1,7 +1,7 @@
 """The ``sysid`` command line.
 
     sysid inspect MODEL.xml [--json]
-    sysid demo [--model MODEL.xml] [--payload SPEC] [--duration S] [--real-time-factor F] [--out DIR]
+    sysid demo [--model MODEL.xml] [--payload SPEC] [--duration S] [--realtime] [--out DIR]
     sysid pipeline [--model MODEL.xml] [--duration S] [--seed N] [--out DIR] [--json]
     sysid trajectory MODEL.xml --export FILE [--optimize] [--duration S] [--rate HZ] [--start Q,..]
     sysid simulate MODEL.xml --out BAG [--duration S] [--seed N] [--noise torque=..,position=..]
@@ -104,6 +104,7 @@ def _demo(args: argparse.Namespace) -> int:
         raise SysIdError(f"unknown batch methods {unknown}; choose among {list(METHODS)}")
     run_demo(DemoOptions(model=args.model or "", payload=args.payload or DEFAULT_PAYLOAD,
                          excitation_time=args.duration, real_time_factor=args.real_time_factor,
+                         lockstep=not args.realtime,
                          methods=methods, out=Path(args.out), seed=args.seed, domain_id=args.domain_id))
     return 0
 
@@ -284,11 +285,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--payload", default=None, help="body=NAME,mass=KG,com=X,Y,Z[,inertia=...] "
                    "(default: 0.6 kg on link_6 of the default robot)")
     p.add_argument("--duration", type=float, default=30.0, help="excitation length [s] (simulated)")
-    p.add_argument("--real-time-factor", type=float, default=2.0,
-                   help="simulated s per wall s (0 = flat out)")
+    p.add_argument("--real-time-factor", type=float, default=0.0,
+                   help="at most this many simulated s per wall s (0 = as fast as the graph goes)")
+    p.add_argument("--realtime", action="store_true",
+                   help="free-running simulation (paced by the wall clock, results depend on load) "
+                   "instead of lockstep (the same answer on a busy machine as on an idle one)")
     p.add_argument("--methods", default="dual_metric,pc_iv", help="batch methods on the recorded bag")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID of the demo's graph (default: private)")
+    p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (0-101) of the demo's graph (default: "
+                   "$ROS_DOMAIN_ID, else a private one)")
     p.add_argument("--out", default="out/demo", help="output folder")
     p.set_defaults(func=_demo)
 

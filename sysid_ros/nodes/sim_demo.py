@@ -152,7 +152,10 @@ def run_demo(opts: DemoOptions) -> dict:
         # and add nothing to the estimate (core.data.stationary), so this estimate is final
         final = monitor.wait_for_final_estimate(monitor.done_time + SETTLE, timeout=120.0)
         _say(opts, f"online estimate covering t = {final:.3f} s; {monitor.progress_text()}")
-        bag_path = _call_trigger(monitor, "/recorder/stop", "finalising the bag")
+        stopped = _call_trigger(monitor, "/recorder/stop", "finalising the bag")
+        bag_path, _, losses = stopped.partition("; ")  # "PATH" or "PATH; LOST DATA: ..."
+        if losses:
+            raise SysIdError(f"the recording is incomplete: {losses} (see {out / 'logs' / 'recorder.log'})")
         _say(opts, f"bag written: {bag_path}; {_bag_check(Path(bag_path))}")
         batch = {}
         for method in opts.methods:
