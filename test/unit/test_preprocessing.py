@@ -79,3 +79,14 @@ def test_stationary_rule_cuts_the_still_start_and_end_and_flags_still_samples():
     assert moving_span(dq) == slice(3, 7)
     assert moving_span(np.zeros((4, 2))) == slice(0, 0)
     assert bool(moving(np.array([np.nan, 0.0])))  # non-finite is not silently "still"
+
+
+def test_shortest_segment_is_the_minimum_or_the_trimming_floor():
+    settings = Preprocessing(bandwidth=5.0)  # trim 0.3 s per edge, decimation by 25 at 1 kHz
+    assert settings.floor_for(FS) == 2 * 300 + 10 * 25
+    assert settings.min_samples(FS) == 2000  # min_segment 2 s
+    assert Preprocessing(min_segment=0.1).min_samples(FS) == 850  # never below the floor
+    x = np.zeros((849, 1))
+    with pytest.raises(DataError, match=r"849 samples at 1000\.0 Hz are too few"):
+        parallel_decimate([x], FS, settings)
+    assert parallel_decimate([np.zeros((850, 1))], FS, settings)[0][0].shape == (10, 1)

@@ -1,7 +1,8 @@
 """The batch identification engine: data in, estimate with diagnostics out.
 
-    dataset (bag, CSV, simulation) ──► preprocessing ──► regressor X, torque y (filtered, decimated)
-                                                  └──► method (ols … pc_iv) ──► IdentificationResult
+    dataset (bag, CSV, simulation) ──► segments (split at gaps, stationary ends cut, short ones dropped)
+        ──► per segment: preprocessing ──► regressor X, torque y (filtered, decimated), stacked
+        ──► method (ols … pc_iv; the IV simulations per segment) ──► IdentificationResult
 
 One entry point, :func:`identify`, serves the ``sysid identify`` command, the ``batch_solver``
 node and the benchmarks.
@@ -35,7 +36,9 @@ from sysid_ros.core.data.preprocessing import (
     condition,
     lowpass,
     parallel_decimate,
+    segment,
 )
+from sysid_ros.core.data.segments import Segmentation
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.robot import inertial_from_body_params
@@ -81,18 +84,33 @@ class IdentifyOptions:
 
 
 @dataclass(frozen=True)
+class PreparedSegment:
+    """One segment of :class:`Prepared`: its samples (``dataset``, command log cut to its span),
+    their conditioned full-rate signals, the samples ``kept`` after trimming and decimation, and
+    where its rows are in the stacked arrays (``rows``)."""
+
+    dataset: Dataset
+    conditioned: Conditioned
+    kept: slice
+    rows: slice
+
+
+@dataclass(frozen=True)
 class Prepared:
-    """Regression data at the kept (filtered, decimated) samples.
+    """Regression data at the kept (filtered, decimated) samples of every segment, stacked.
 
     ``x (K, n, p)`` regressor of the target's parameters, ``y (K, n)`` torque minus the known part,
-    ``mask (K, n)`` rows used, ``q``/``dq``/``ddq`` the conditioned signals at those samples.
+    ``mask (K, n)`` rows used, ``t (K,)`` [s] and ``q``/``dq``/``ddq`` the conditioned signals at
+    those samples. ``dataset`` is the whole recording (model's joints), ``segmentation`` how it was
+    split at gaps and cut (:func:`~sysid_ros.core.data.preprocessing.segment`), ``segments`` each
+    segment's part.
     """
 
     target: Target
     dataset: Dataset
     settings: Preprocessing
-    conditioned: Conditioned
-    kept: slice
+    segmentation: Segmentation
+    segments: tuple[PreparedSegment, ...]
     t: np.ndarray
     q: np.ndarray
     dq: np.ndarray
@@ -101,32 +119,60 @@ class Prepared:
     y: np.ndarray
     mask: np.ndarray
 
+    @property
+    def fs(self) -> float:
+        """[Hz] the recording's median sample rate (the rate conditioned at)."""
+        return self.segments[0].conditioned.fs
+
     def rows(self, columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Regression rows ``(W, rhs, joint)``; ``columns`` of x (default: the base columns)."""
         x = self.target.base.columns(self.x) if columns is None else self.x[..., columns]
         return regression_rows(x, self.y, self.mask)
 
 
-def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_speed: float = 0.05
-            ) -> Prepared:
-    """Condition, build the regressor at full rate, filter and decimate both sides in parallel."""
+def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_speed: float = 0.05,
+            progress: Callable[[str], None] | None = None) -> Prepared:
+    """Split at gaps and cut stationary ends (:func:`segment`), then per segment: condition, build
+    the regressor at full rate, filter and decimate both sides in parallel; stack the segments.
+
+    Every gap and dropped segment is a warning of this module's logger and, when given, a line to
+    ``progress``; so is the summary (segments, samples used, stationary samples cut) at info level.
+    """
     ds = dataset.for_model(target.model)
-    cond = condition(ds, settings)
-    x_full, known = target.regressor(cond.q, cond.dq, cond.ddq)
-    (x, y, q, dq, ddq), kept = parallel_decimate(
-        [x_full, cond.tau - known, cond.q, cond.dq, cond.ddq], cond.fs, settings)
+    split = segment(ds, settings)
+    for line in split.warnings():
+        log.warning("%s", line)
+        if progress is not None:
+            progress(f"warning: {line}")
+    log.info("%s", split.summary())
+    if progress is not None:
+        progress(split.summary())
+    fs = ds.sample_rate
+    parts, stacks, offset = [], [], 0
+    for seg in split.datasets():
+        cond = condition(seg, settings, fs)
+        x_full, known = target.regressor(cond.q, cond.dq, cond.ddq)
+        arrays, kept = parallel_decimate([x_full, cond.tau - known, cond.q, cond.dq, cond.ddq],
+                                         fs, settings)
+        k = arrays[0].shape[0]
+        parts.append(PreparedSegment(seg, cond, kept, slice(offset, offset + k)))
+        stacks.append([cond.t[kept], *arrays])
+        offset += k
+    t, x, y, q, dq, ddq = (np.concatenate(a, axis=0) for a in zip(*stacks, strict=True))
     # a payload target's known arm keeps its friction on the output side: every row is valid
     mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
-    return Prepared(target, ds, settings, cond, kept, cond.t[kept], q, dq, ddq, x, y, mask)
+    return Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask)
 
 
 def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None = None
              ) -> IdentificationResult:
-    """Identify ``target``'s parameters from ``dataset`` with ``options.method``."""
+    """Identify ``target``'s parameters from ``dataset`` with ``options.method`` (gaps split the
+    recording into segments, stationary ends cut: see :func:`prepare`)."""
     options = options or IdentifyOptions()
     check_method(options.method)
-    return run_method(prepare(dataset, target, options.preprocessing, min_speed=options.min_speed),
-                      options)
+    prep = prepare(dataset, target, options.preprocessing, min_speed=options.min_speed,
+                   progress=options.progress)
+    return run_method(prep, options)
 
 
 def check_method(method: str) -> None:
@@ -139,9 +185,13 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     check_method(options.method)
     say = options.progress or (lambda msg: log.info("%s", msg))
     start = time.perf_counter()
-    say(f"{len(prep.t)} samples after filtering and decimation ({prep.conditioned.fs:.0f} Hz in), "
-        f"{int(prep.mask.sum())} regression rows, method {options.method}")
+    n_seg = len(prep.segments)
+    say(f"{len(prep.t)} samples after filtering and decimation ({prep.fs:.0f} Hz in, {n_seg} "
+        f"segment{'s' if n_seg != 1 else ''}), {int(prep.mask.sum())} regression rows, "
+        f"method {options.method}")
     result = _METHOD_TABLE[options.method](prep, options, say)
+    extra = result.diagnostics.extra | {"data": prep.segmentation.as_dict()}
+    result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
         result = _with_parameters(result, prep.target, _consistent_from_base(prep.target, result.beta),
                                   PROJECTED)
@@ -275,20 +325,30 @@ def _multipliers(sol: ConvexSolution) -> dict:
 # ----------------------------------------------------------------------- instrumental variables
 def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
     """Base-column instruments ``(K, n, r)`` at the kept samples from a closed-loop simulation of
-    the robot with parameters ``theta`` under the recorded reference and gains."""
-    ds, target = prep.dataset, prep.target
+    the robot with parameters ``theta`` under the recorded reference and gains, run per segment
+    (from the segment's first conditioned state, under its slice of the command log)."""
+    ds = prep.dataset
     if ds.command is None:
         raise DataError(f"{ds.source}: the IV methods need the recorded MotorCommand topic "
                         "(reference and gains); none was found")
-    model = target.model
     if not (np.all(np.isfinite(ds.command.kp)) and np.all(np.isfinite(ds.command.kd))):
         raise DataError(f"{ds.source}: the recorded commands carry no kp/kd gains")
-    mj = _simulation_model(target, theta)
-    dt = _instrument_step(mj, prep, ds.command.kp.max(axis=0), ds.command.kd.max(axis=0))
+    mj = _simulation_model(prep.target, theta)
+    kp, kd = ds.command.kp.max(axis=0), ds.command.kd.max(axis=0)
+    return np.concatenate([_segment_instruments(prep, part, mj, kp, kd) for part in prep.segments],
+                          axis=0)
+
+
+def _segment_instruments(prep: Prepared, part: PreparedSegment, mj, kp: np.ndarray, kd: np.ndarray
+                         ) -> np.ndarray:
+    """The instruments ``(K_s, n, r)`` of one segment's kept samples (see :func:`_instruments`)."""
+    ds, target, cond = part.dataset, prep.target, part.conditioned
+    assert ds.command is not None
+    dt = _instrument_step(mj, cond, kp, kd)
     t_sim = np.arange(ds.t[0], ds.t[-1], dt)
     cmd = ds.command.at(t_sim)
-    run = run_mit(mj, cmd.q_ref, cmd.dq_ref, cmd.tau_ff, cmd.kp, cmd.kd, model.torque_limits(),
-                  dt=dt, q0=prep.conditioned.q[0], dq0=prep.conditioned.dq[0])
+    run = run_mit(mj, cmd.q_ref, cmd.dq_ref, cmd.tau_ff, cmd.kp, cmd.kd, target.model.torque_limits(),
+                  dt=dt, q0=cond.q[0], dq0=cond.dq[0])
     z_full, _ = target.regressor(run.q_true, run.dq_true, run.ddq)
     zb = target.base.columns(z_full)
     fs_sim = 1.0 / dt
@@ -296,25 +356,27 @@ def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
     zf = lowpass(zb.reshape(len(t_sim), -1), fs_sim, prep.settings.decimation_cutoff,
                  prep.settings.order)
     # instruments at the kept sample times (linear interpolation of the filtered columns)
-    idx = np.searchsorted(t_sim, prep.t).clip(1, len(t_sim) - 1)
-    w = ((prep.t - t_sim[idx - 1]) / dt).clip(0.0, 1.0)[:, None]
+    t_kept = prep.t[part.rows]
+    idx = np.searchsorted(t_sim, t_kept).clip(1, len(t_sim) - 1)
+    w = ((t_kept - t_sim[idx - 1]) / dt).clip(0.0, 1.0)[:, None]
     z = zf[idx - 1] * (1 - w) + zf[idx] * w
-    return z.reshape(len(prep.t), prep.y.shape[1], -1)
+    return z.reshape(len(t_kept), prep.y.shape[1], -1)
 
 
-def _instrument_step(mj, prep: Prepared, kp: np.ndarray, kd: np.ndarray) -> float:
+def _instrument_step(mj, cond: Conditioned, kp: np.ndarray, kd: np.ndarray) -> float:
     """Largest multiple of the data period, at most the model's time step, that keeps the explicit
-    PD loop well resolved: ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint."""
+    PD loop well resolved: ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint (inertia at the
+    first conditioned sample ``cond.q[0]``)."""
     import mujoco
 
     data = mujoco.MjData(mj)
-    data.qpos[:] = prep.conditioned.q[0]
+    data.qpos[:] = cond.q[0]
     mujoco.mj_forward(mj, data)
     full = np.zeros((mj.nv, mj.nv))
     mujoco.mj_fullM(mj, data, full)
     inertia = np.maximum(np.diag(full), 1e-9)
     rate = float(np.max(kd / inertia + np.sqrt(kp / inertia)))
-    period = 1.0 / prep.conditioned.fs
+    period = 1.0 / cond.fs
     limit = min(float(mj.opt.timestep), 0.3 / max(rate, 1e-9))
     return period * max(1, int(limit / period))
 

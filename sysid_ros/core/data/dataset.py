@@ -18,8 +18,23 @@ import numpy as np
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import RobotModel
 
-#: a gap longer than this many median sampling periods is an error
-GAP_FACTOR = 5.0
+#: a time step longer than this many median sampling periods is a gap (one missing sample is one)
+GAP_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A gap before sample ``index``: the previous sample is at ``t`` [s], the step is ``length``
+    [s], about ``missing`` samples (``round(length / period) - 1``, at least 1) are missing."""
+
+    index: int
+    t: float
+    length: float
+    missing: int
+
+    def describe(self) -> str:
+        return (f"gap of {self.length * 1e3:.1f} ms after t={self.t:.6f} s (before sample "
+                f"{self.index}, {self.missing} sample{'s' if self.missing != 1 else ''} missing)")
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,15 @@ class CommandLog:
         idx = np.clip(np.searchsorted(self.t, t, side="right") - 1, 0, len(self.t) - 1)
         return CommandLog(np.asarray(t, dtype=float), self.q_ref[idx], self.dq_ref[idx],
                           self.tau_ff[idx], self.kp[idx], self.kd[idx])
+
+    def during(self, t0: float, t1: float) -> CommandLog:
+        """The commands in force from ``t0`` to ``t1`` [s]: the one in force at ``t0`` (the first
+        if none was yet) through the last one sent by ``t1``."""
+        a = max(int(np.searchsorted(self.t, t0, side="right")) - 1, 0)
+        b = max(int(np.searchsorted(self.t, t1, side="right")), a + 1)
+        sl = slice(a, b)
+        return CommandLog(self.t[sl], self.q_ref[sl], self.dq_ref[sl], self.tau_ff[sl],
+                          self.kp[sl], self.kd[sl])
 
     def select(self, columns: np.ndarray) -> CommandLog:
         return CommandLog(self.t, self.q_ref[:, columns], self.dq_ref[:, columns],
@@ -83,9 +107,40 @@ class Dataset:
         """Median sampling rate [Hz]."""
         return float(1.0 / np.median(np.diff(self.t)))
 
+    def gaps(self) -> list[Gap]:
+        """The gaps: time steps longer than :data:`GAP_FACTOR` times the median period, in time
+        order (assumes increasing times, see :meth:`validate`)."""
+        dt = np.diff(self.t)
+        if dt.size == 0:
+            return []
+        med = float(np.median(dt))
+        return [Gap(int(k) + 1, float(self.t[k]), float(dt[k]), max(round(dt[k] / med) - 1, 1))
+                for k in np.flatnonzero(dt > GAP_FACTOR * med)]
+
+    def window(self, start: int, stop: int) -> Dataset:
+        """Samples ``start:stop`` as a dataset: the command log cut to their time span
+        (:meth:`CommandLog.during`), per-sample ``meta`` arrays (length ``N``) sliced alike."""
+        sl = slice(start, stop)
+        n = len(self.t)
+        meta = {k: v[sl] if isinstance(v, np.ndarray) and v.ndim and len(v) == n else v
+                for k, v in self.meta.items()}
+        command = (None if self.command is None or stop <= start
+                   else self.command.during(float(self.t[start]), float(self.t[stop - 1])))
+        return replace(self, t=self.t[sl], q=self.q[sl], dq=self.dq[sl], tau=self.tau[sl],
+                       command=command, meta=meta)
+
+    def segments(self, *, min_length: float, stationary: bool = True) -> list[Dataset]:
+        """The pieces between gaps at least ``min_length`` [s] long (with their stationary ends
+        cut when ``stationary``): :func:`sysid_ros.core.data.segments.split`, which also reports
+        the gaps and the dropped pieces."""
+        from sysid_ros.core.data.segments import split
+
+        return split(self, min_length=min_length, stationary=stationary).datasets()
+
     def validate(self, *, topic: str = "") -> Dataset:
-        """Check increasing times, no gaps, finite q and τ; raise :class:`DataError` naming the
-        topic and the first bad sample. Returns ``self``."""
+        """Check increasing times, finite q and τ; raise :class:`DataError` naming the topic and
+        the first bad sample. Returns ``self``. Gaps are allowed: the batch methods split the
+        recording there (:mod:`sysid_ros.core.data.segments`)."""
         where = topic or self.source
         if len(self.t) < 3:
             raise DataError(f"{where}: expected at least 3 samples, got {len(self.t)}")
@@ -95,12 +150,6 @@ class Dataset:
             k = int(bad[0]) + 1
             raise DataError(f"{where}: timestamps must increase; sample {k} at t={self.t[k]:.6f} s "
                             f"follows t={self.t[k - 1]:.6f} s")
-        med = float(np.median(dt))
-        gaps = np.flatnonzero(dt > GAP_FACTOR * med)
-        if gaps.size:
-            k = int(gaps[0]) + 1
-            raise DataError(f"{where}: gap of {dt[k - 1] * 1e3:.1f} ms before sample {k} "
-                            f"(t={self.t[k]:.6f} s); the median period is {med * 1e3:.3f} ms")
         for name in ("q", "tau"):
             arr = getattr(self, name)
             nonfinite = np.argwhere(~np.isfinite(arr))

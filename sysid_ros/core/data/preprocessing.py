@@ -10,6 +10,11 @@
   on every regressor column, then decimation by ``n_d`` — filtering both sides of ``y = X β`` with
   one linear filter keeps the relation exact;
 * edge trimming: filter transients at both ends are dropped.
+
+A recording with gaps (lost messages, :meth:`Dataset.gaps`) is first split into segments
+(:func:`segment`, :mod:`sysid_ros.core.data.segments`), the stationary start and end of each cut
+off; every step above runs on each segment alone, so nothing is filtered or differentiated across
+a gap.
 """
 
 from __future__ import annotations
@@ -21,13 +26,20 @@ import numpy as np
 import scipy.signal
 
 from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.data.segments import Segmentation, split
 from sysid_ros.core.errors import DataError
 
 
 @dataclass(frozen=True)
 class Preprocessing:
     """Settings. Frequencies in Hz; ``decimation`` ``None`` = ``fs / (4 ω_df)``; ``trim`` [s] at
-    each end, ``None`` = ``3 / ω_df``."""
+    each end, ``None`` = ``3 / ω_df``.
+
+    ``min_segment`` [s]: segments between gaps shorter than this are dropped (default 2 s; never
+    less than the trimmed edges plus ten decimated samples, :meth:`min_samples`);
+    ``stationary_cut``: cut the stationary start and end of every segment before filtering
+    (:func:`~sysid_ros.core.data.stationary.moving_span`; default on).
+    """
 
     bandwidth: float = 5.0
     position_cutoff_factor: float = 5.0
@@ -38,6 +50,8 @@ class Preprocessing:
     velocity: Literal["auto", "measured", "differentiate"] = "auto"
     decimation: int | None = None
     trim: float | None = None
+    min_segment: float = 2.0
+    stationary_cut: bool = True
 
     @property
     def position_cutoff(self) -> float:
@@ -54,6 +68,29 @@ class Preprocessing:
 
     def trim_for(self) -> float:
         return 3.0 / self.decimation_cutoff if self.trim is None else self.trim
+
+    def edge_for(self, fs: float) -> int:
+        """Samples trimmed at each end of a segment sampled at ``fs`` Hz."""
+        return round(self.trim_for() * fs)
+
+    def floor_for(self, fs: float) -> int:
+        """Fewest samples :func:`parallel_decimate` takes at ``fs`` Hz: both trimmed edges plus
+        ten decimated samples."""
+        return 2 * self.edge_for(fs) + 10 * self.decimation_for(fs)
+
+    def min_samples(self, fs: float) -> int:
+        """Shortest segment kept at ``fs`` Hz: ``min_segment`` or :meth:`floor_for`, whichever
+        is longer."""
+        return max(round(self.min_segment * fs), self.floor_for(fs))
+
+
+def segment(ds: Dataset, settings: Preprocessing) -> Segmentation:
+    """``ds`` split at its gaps, the stationary ends of every piece cut (when
+    ``settings.stationary_cut``), the pieces shorter than ``settings.min_samples`` dropped.
+    Raises :class:`DataError` if none is left (:func:`sysid_ros.core.data.segments.split`)."""
+    fs = ds.sample_rate
+    return split(ds, min_length=settings.min_segment, min_samples=settings.min_samples(fs),
+                 stationary=settings.stationary_cut)
 
 
 def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4) -> np.ndarray:
@@ -94,9 +131,10 @@ class Conditioned:
     fs: float
 
 
-def condition(ds: Dataset, settings: Preprocessing) -> Conditioned:
-    """Filter positions and differentiate them (or use measured velocity)."""
-    fs = ds.sample_rate  # lowpass() leaves positions as measured if the cut-off exceeds fs/2
+def condition(ds: Dataset, settings: Preprocessing, fs: float | None = None) -> Conditioned:
+    """Filter positions and differentiate them (or use measured velocity) of one stretch without
+    gaps (a segment); ``fs`` [Hz] default: its median rate."""
+    fs = ds.sample_rate if fs is None else fs  # lowpass() leaves q as measured if the cut-off exceeds fs/2
     q = lowpass(ds.q, fs, settings.position_cutoff, settings.order)
     dq, ddq = derivatives(q, fs, settings)
     if settings.velocity == "measured" and not ds.has_velocity:
@@ -112,8 +150,8 @@ def parallel_decimate(arrays: list[np.ndarray], fs: float, settings: Preprocessi
     sample. Returns the decimated arrays and the slice of the original samples kept."""
     nd = settings.decimation_for(fs)
     n = arrays[0].shape[0]
-    edge = round(settings.trim_for() * fs)
-    if n - 2 * edge < 10 * nd:
+    edge = settings.edge_for(fs)
+    if n < settings.floor_for(fs):
         raise DataError(f"{n} samples at {fs:.1f} Hz are too few for trimming {edge} samples per "
                         f"edge and decimating by {nd}")
     sl = slice(edge, n - edge, nd)
