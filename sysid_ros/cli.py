@@ -188,13 +188,14 @@ def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
     target = payload_target(model, args.payload_only) if args.payload_only else arm_target(model)
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
-                             velocity=args.velocity)
+                             velocity=args.velocity, min_segment=args.min_segment,
+                             stationary_cut=args.stationary_cut)
     options = IdentifyOptions(method=args.method, preprocessing=settings,
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names)
-    prep = prepare(ds, target, settings, min_speed=options.min_speed)
+    prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
     online = None
     if args.method in ONLINE_METHODS:
         online = replay(ds, target, _online_options(args, ds.sample_rate),
@@ -207,7 +208,7 @@ def _identify(args: argparse.Namespace) -> int:
     if args.validate:
         val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
                         command_topic=args.command_topic, joint_names=model.dof_joint_names)
-        val_prep = prepare(val, target, settings, min_speed=options.min_speed)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress)
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
     if online is not None:
@@ -240,7 +241,7 @@ def _add_online_options(parser: argparse.ArgumentParser) -> None:
     metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
                "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S"}
     for name in OnlineOptions.names():
-        if name == "method":  # shared with the batch methods
+        if name in ("method", "stationary_cut"):  # shared with the batch methods
             continue
         default = getattr(defaults, name)
         flag = "--" + name.replace("_", "-")
@@ -350,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
+    p.add_argument("--min-segment", type=float, default=2.0, metavar="S",
+                   help="data between gaps shorter than this is not used [s] (default: 2)")
+    p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
+                   help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
+                   "methods cut them at each segment's start and end, the online ones skip them)")
     _add_online_options(p)
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")

@@ -20,6 +20,7 @@ import rclpy
 from builtin_interfaces.msg import Time
 from conftest import stop_process
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from sensor_msgs.msg import JointState
@@ -114,6 +115,7 @@ class Graph:
         self._spin = threading.Thread(target=self._spin_loop, daemon=True)
         self._spin.start()
         self.sent = 0
+        self.backpressure = 0  # writes refused while the reader caught up (retried)
 
     def _spin_loop(self) -> None:
         while self.context.ok():
@@ -147,9 +149,24 @@ class Graph:
                 ahead = t0 + k / rate - time.perf_counter()
                 if ahead > 0.002:
                     time.sleep(ahead)  # pacing of the stream, not synchronisation
-            self.pub.publish(self.message(k, period_ns))
+            self.publish(self.message(k, period_ns))
             k += 1
             self.sent = k
+
+    def publish(self, msg: JointState, timeout: float = 60.0) -> None:
+        """Publish ``msg``, waiting out back-pressure: a reliable KEEP_ALL writer whose history is
+        full (the reader has not acknowledged yet) refuses a write after its blocking time; the
+        sample is then written again, never skipped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.pub.publish(msg)
+                return
+            except rclpy_implementation.RCLError:
+                if time.monotonic() > deadline:
+                    raise
+                self.backpressure += 1
+                threading.Event().wait(0.005)
 
     def stop_recorder(self, timeout: float = 40.0):
         assert self.stop_client.wait_for_service(timeout_sec=START_TIMEOUT)

@@ -194,3 +194,50 @@ def test_cli_options_are_the_session_options():
     options = _online_options(args, 1000.0)
     assert (options.cutoff, options.gap_periods, options.sample_rate) == (5.0, 10.0, 250.0)
     assert options.weight_memory == 2.0 and options.method == "rls"
+
+
+def _with_hold(ds, at: int, seconds: float, bias: float):
+    """The stream with the arm held still for ``seconds`` after sample ``at``: positions frozen,
+    velocities 0, torques off by ``bias`` on every joint (static friction holding the arm)."""
+    h = 1.0 / ds.sample_rate
+    n = round(seconds / h)
+    t = np.r_[ds.t[:at], ds.t[at - 1] + h * np.arange(1, n + 1), ds.t[at:] + n * h]
+    q = np.r_[ds.q[:at], np.repeat(ds.q[at - 1:at], n, axis=0), ds.q[at:]]
+    dq = np.r_[ds.dq[:at], np.zeros((n, ds.dq.shape[1])), ds.dq[at:]]
+    tau = np.r_[ds.tau[:at], np.repeat(ds.tau[at - 1:at] + bias, n, axis=0), ds.tau[at:]]
+    return t, q, dq, tau, n
+
+
+def test_stationary_samples_add_no_rows_however_the_stream_is_cut(run):
+    """A 1 s hold with a 2 N·m static-friction torque: its samples are counted as stationary and
+    add no row; the counts and the estimate are the same for any batch cut (the plain RLS is
+    linear, so the comparison is exact); ``stationary_cut=False`` feeds every row."""
+    target, ds = run
+    t, q, dq, tau, n = _with_hold(ds, 1000, 1.0, 2.0)
+    options = OnlineOptions(method="rls", cutoff=20.0, sample_rate=ds.sample_rate)
+    whole = OnlineSession(target, options)
+    whole.push_batch(t, q, dq, tau)
+    cut = OnlineSession(target, options)
+    assert _pushed(cut, t, q, dq, tau, sizes=[3, 1, 250, 17, 600]) == []
+    est, reference = cut.snapshot(), whole.snapshot()
+    np.testing.assert_allclose(est.theta, reference.theta, rtol=1e-9, atol=1e-12)
+    assert est.counters == reference.counters
+    # the hold, less the filter's few samples of decaying velocity at each end
+    assert n - 40 <= est.stationary <= n and est.updates == est.conditioned - est.stationary, est.counters
+    kept = OnlineSession(target, dataclasses.replace(options, stationary_cut=False))
+    kept.push_batch(t, q, dq, tau)
+    assert kept.snapshot().stationary == 0 and kept.snapshot().updates == est.conditioned
+
+
+def test_samples_missing_from_the_stream_are_counted(run):
+    """Steps of k nominal periods miss k − 1 samples: one lost sample (not a gap) and five lost
+    in a row (a gap: the filters restart)."""
+    target, ds = run
+    keep = np.ones(len(ds), dtype=bool)
+    keep[[300]] = False
+    keep[600:605] = False
+    session = OnlineSession(target, OnlineOptions(sample_rate=ds.sample_rate))
+    events = session.push_batch(ds.t[keep], ds.q[keep], ds.dq[keep], ds.tau[keep])
+    est = session.snapshot()
+    assert (est.missing, est.gaps) == (6, 1)
+    assert [e.reason for e in events] == ["gap"] and "gap of 12.0 ms" in events[0].detail

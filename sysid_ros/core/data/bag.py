@@ -221,7 +221,8 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     """Read joint states (and commands when recorded) from a bag directory (MCAP or sqlite3).
 
     Raises :class:`DataError` for a missing or unreadable bag, a missing topic (listing the
-    topics present), inconsistent joint names, non-increasing times, gaps or non-finite values.
+    topics present), inconsistent joint names, non-increasing times or non-finite values. Gaps are not errors:
+    :meth:`Dataset.gaps` names them and the batch methods split the data there.
     """
     path = Path(path)
     if not path.exists():

@@ -24,6 +24,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from sysid_ros.core.data.stationary import moving
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
@@ -54,6 +55,8 @@ OPTION_HELP: dict[str, str] = {
                    "the filters and momentum windows restart after it",
     "window": "momentum integration window [s]",
     "min_speed": "force rows of joints slower than this [rad/s] are not used (Coulomb friction)",
+    "stationary_cut": "samples with every joint slower than 0.01 rad/s add no row (they carry "
+                      "static friction, which no identified model has); false keeps them",
 }
 
 
@@ -70,8 +73,11 @@ class OnlineOptions:
     ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``gap_periods``:
     a step longer than this many nominal periods restarts the filters and windows; ``min_speed``
     [rad/s]: force rows of slower joints are not used when the model has Coulomb friction (its
-    sign model fails near rest); ``history``: keep every estimate (:attr:`OnlineEstimator.log`,
-    for ``estimates.csv``; a node leaves it off). Invalid values raise :class:`DataError`.
+    sign model fails near rest); ``stationary_cut``: a conditioned sample with every joint slower
+    than :data:`~sysid_ros.core.data.stationary.STATIONARY_SPEED` adds no row (counted
+    ``stationary``; the momentum windows restart when motion resumes); ``history``: keep every
+    estimate (:attr:`OnlineEstimator.log`, for ``estimates.csv``; a node leaves it off).
+    Invalid values raise :class:`DataError`.
     """
 
     method: Method = "rls_logdet"
@@ -85,6 +91,7 @@ class OnlineOptions:
     gap_periods: float = 3.0
     window: float = 0.5
     min_speed: float = 0.05
+    stationary_cut: bool = True
     history: bool = False
 
     def __post_init__(self) -> None:
@@ -101,6 +108,8 @@ class OnlineOptions:
             raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
         if not self.min_speed >= 0:
             raise DataError(f"min_speed must be >= 0, got {self.min_speed}")
+        if not isinstance(self.stationary_cut, bool | np.bool_):
+            raise DataError(f"stationary_cut must be true or false, got {self.stationary_cut!r}")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -155,11 +164,14 @@ class OnlineEstimate:
     base parameters; ``rank``/``condition_number``: of the base parameters' information
     ``B Ω Bᵀ`` (√ of its eigenvalue ratio; 0 and NaN before the first update). Counters:
     ``received`` samples pushed, ``accepted`` after the stream checks, ``conditioned`` out of the
-    filters, ``updates`` of the estimator, ``gaps``; ``rejected``: samples that never reached the
-    estimate, by reason (:data:`REJECTION_REASONS` plus what the caller counted with
-    :meth:`OnlineSession.reject`). ``residual_rms`` [N·m for force rows]: of the a-priori
-    residuals; ``consistent``: every pseudo-inertia ≻ 0 (and joint terms ≥ 0); divergences: log-det
-    (Σ over bodies) to the prior and to the truth (NaN when none is known).
+    filters, ``stationary`` of those left out by the stationary rule, ``updates`` of the
+    estimator, ``gaps`` (filter restarts), ``missing``: samples the stream's time steps say were
+    lost on the way (a step of ``k`` nominal periods, ``k ≥ 2``, misses ``k − 1``);
+    ``rejected``: samples that never reached the estimate, by reason
+    (:data:`REJECTION_REASONS` plus what the caller counted with :meth:`OnlineSession.reject`).
+    ``residual_rms`` [N·m for force rows]: of the a-priori residuals; ``consistent``: every
+    pseudo-inertia ≻ 0 (and joint terms ≥ 0); divergences: log-det (Σ over bodies) to the prior
+    and to the truth (NaN when none is known).
     """
 
     time: float
@@ -175,8 +187,10 @@ class OnlineEstimate:
     received: int
     accepted: int
     conditioned: int
+    stationary: int
     updates: int
     gaps: int
+    missing: int
     rejected: MappingProxyType
     residual_rms: float
     consistent: bool
@@ -187,7 +201,8 @@ class OnlineEstimate:
     def counters(self) -> dict[str, int]:
         """Every counter in one flat dict (``rejected_<reason>`` for the rejections)."""
         return {"received": self.received, "accepted": self.accepted, "conditioned": self.conditioned,
-                "updates": self.updates, "gaps": self.gaps,
+                "stationary": self.stationary, "updates": self.updates, "gaps": self.gaps,
+                "missing": self.missing,
                 **{f"rejected_{k}": v for k, v in self.rejected.items()}}
 
 
@@ -220,7 +235,9 @@ class OnlineSession:
         self._conditioner = self._new_conditioner()
         self._last_t = -math.inf  # newest accepted sample
         self._time = math.nan  # newest sample folded into the estimate
-        self._counts = {"received": 0, "accepted": 0, "conditioned": 0, "gaps": 0}
+        self._counts = {"received": 0, "accepted": 0, "conditioned": 0, "stationary": 0, "gaps": 0,
+                        "missing": 0}
+        self._moving = False  # the last conditioned sample moved (stationary rule)
         self._rejected = dict.fromkeys(REJECTION_REASONS, 0)
 
     # ---------------------------------------------------------------------------- inputs
@@ -283,7 +300,10 @@ class OnlineSession:
         self._counts["accepted"] += idx.size
         times = t[idx]
         previous = np.r_[self._last_t, times[:-1]]
-        gap = np.isfinite(previous) & (times - previous > self.options.max_step)
+        step = times - previous
+        gap = np.isfinite(previous) & (step > self.options.max_step)
+        periods = np.rint(step[np.isfinite(previous)] * self.options.sample_rate)
+        self._counts["missing"] += int(np.sum(np.maximum(periods - 1, 0)))
         self._last_t = float(times[-1])
         cuts = np.r_[0, np.flatnonzero(gap), idx.size]
         for start, stop in itertools.pairwise(cuts):
@@ -322,20 +342,41 @@ class OnlineSession:
     def _restart(self) -> None:
         self._conditioner = self._new_conditioner()
         self.estimator.rows.restart()
+        self._moving = False
 
     def _condition_and_update(self, t, q, dq, tau) -> list[StreamEvent]:
         out = self._conditioner.push_batch(t, q, dq, tau)
         if not len(out[0]):
             return []
         refused = self.estimator.rejected
-        self.estimator.push_batch(*out, log=self.options.history)
         self._counts["conditioned"] += len(out[0])
         self._time = float(out[0][-1])
+        if self.options.stationary_cut:
+            for run, restart in self._moving_runs(out[2]):
+                if restart:
+                    self.estimator.rows.restart()
+                self.estimator.push_batch(*(a[run] for a in out), log=self.options.history)
+        else:
+            self.estimator.push_batch(*out, log=self.options.history)
         refused = self.estimator.rejected - refused
         if not refused:
             return []
         t_bad, why = self.estimator.last_rejection
         return [self._count("update", refused, t_bad, why)]
+
+    def _moving_runs(self, dq: np.ndarray) -> list[tuple[slice, bool]]:
+        """``(run, restart)`` for each run of moving samples among conditioned velocities
+        ``dq (K, n)``; stationary ones are counted. A run that starts after a stationary sample
+        restarts the row builder (a momentum window must not span the samples left out); one that
+        continues the previous batch's motion does not, so the rows do not depend on how the
+        stream is cut."""
+        move = moving(dq)
+        self._counts["stationary"] += int(np.count_nonzero(~move))
+        edges = np.flatnonzero(np.diff(np.r_[False, move, False].astype(np.int8)))
+        runs = [(slice(int(a), int(b)), bool(a > 0 or not self._moving))
+                for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        self._moving = bool(move[-1])
+        return runs
 
     # --------------------------------------------------------------------------- outputs
     def snapshot(self) -> OnlineEstimate:
@@ -365,7 +406,8 @@ class OnlineSession:
             names=tuple(target.names), theta=_readonly(theta), std=_readonly(std),
             beta=_readonly(target.base.of(theta)), rank=rank, condition_number=cond,
             received=self._counts["received"], accepted=self._counts["accepted"],
-            conditioned=self._counts["conditioned"], updates=updates, gaps=self._counts["gaps"],
+            conditioned=self._counts["conditioned"], stationary=self._counts["stationary"],
+            updates=updates, gaps=self._counts["gaps"], missing=self._counts["missing"],
             rejected=MappingProxyType(dict(self._rejected)), residual_rms=est.residual_rms,
             consistent=bool(target.consistency(theta)["consistent"]),
             divergence_to_prior=target.divergence(theta, est.prior),
