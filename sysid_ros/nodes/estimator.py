@@ -2,16 +2,31 @@
 
 A thin facade over :class:`sysid_ros.core.online.session.OnlineSession` (the same session, with
 the same options, as ``sysid identify --method rls|rls_logdet|momentum``). Subscribes to
-``sensor_msgs/JointState`` (effort = measured torque); the subscription only queues, a timer hands
-the queue to the session in one batch (so a burst never drops data; when the queue grows the node
-says so). The session rejects NaN, stale and out-of-order samples and restarts its filters across
-gaps; the node counts messages naming other joints and queue overflows, and reports every
-rejection in counted, throttled warnings. Publishes ``ParameterEstimate`` (latched) at
-``publish_rate``; services ``~/reset`` and ``~/save`` (JSON + MJCF).
+``sensor_msgs/JointState`` (effort = measured torque) with a KEEP_ALL history; the subscription
+only queues, a timer on the steady clock (so it runs whatever ``/clock`` does) hands the queue to
+the session in one batch, so a burst is processed whole. Every loss the node can see is counted
+and reported in throttled warnings, in ``~/save`` and in the log at exit: messages DDS reports
+lost (``rejected_lost``), queue overflows beyond ``max_queue`` (``rejected_dropped``), messages
+naming other joints (``rejected_names``), samples missing between stamps (``missing``: a step of
+``k`` periods misses ``k − 1``), NaN, stale and out-of-order samples. Stationary samples (every
+joint slower than 0.01 rad/s) add no row (``stationary_cut``, counted ``stationary``).
+
+Time: an estimate is stamped with the data time (header stamp) of the last sample folded into it,
+so "the estimate covering t" can be waited for. A stamp of 0 is a valid time; a driver that does
+not stamp at all (two consecutive messages stamped 0) is detected and its messages get the time
+they were received (node clock), with a warning. After each batch ``~/progress``
+(``builtin_interfaces/Time``, the data time of the newest sample processed; what a lockstep
+``mujoco_sim`` waits for) is published; with each estimate ``~/lag`` (``std_msgs/Float64``,
+[s]): node clock minus the estimate's stamp.
+
+Parameters changed at run time apply at once: session options and the model rebuild the session
+(the estimate restarts from its prior, said in the log), rates re-create their timers;
+``reliable_input`` (the subscription's QoS) is refused while running. Services ``~/reset`` and
+``~/save`` (JSON + MJCF).
 
 Topics are relative names, set by remapping (``-r joint_states:=/arm/joint_states``): subscribes
 ``joint_states`` and ``sim/true_parameters`` (latched truth from a simulator, for scoring),
-publishes ``~/estimate``.
+publishes ``~/estimate``, ``~/progress`` and ``~/lag``.
 """
 
 from __future__ import annotations
@@ -19,18 +34,22 @@ from __future__ import annotations
 import json
 import math
 import threading
+import time
 from collections import deque
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.errors import SysIdError
@@ -46,6 +65,7 @@ from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+PROGRESS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: the session's options, named, defaulted and described as in the core (and the CLI)
 SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[name])
                            for name in OnlineOptions.names())
@@ -58,10 +78,15 @@ NODE_PARAMETERS = (
     ("publish_rate", 10.0, "estimate publication rate [Hz]"),
     ("process_rate", 100.0, "batch processing rate [Hz]"),
     ("max_queue", 20000, "queued samples before the oldest are reported and dropped"),
-    ("reliable_input", False, "RELIABLE deep-queue joint states (bag replay) instead of sensor QoS"),
+    ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort "
+                              "(set at start)"),
     ("output_dir", "sysid_estimates", "where ~/save writes"),
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
+#: what a change of each parameter at run time does (session options: rebuild the session)
+_REBUILD = {*OnlineOptions.names(), "model_path", "target", "friction", "armature", "prior"}
+_TIMERS = {"publish_rate", "process_rate"}
+_AT_START = {"reliable_input"}
 #: log line of each kind of rejection (the counter is appended)
 _TEXT = {
     "nan": lambda e: "non-finite joint state rejected",
@@ -78,73 +103,132 @@ class EstimatorNode(Node):
         super().__init__("estimator", **kwargs)
         declare_parameters(self, PARAMETERS)
         self._lock = threading.Lock()
-        self._queue: deque = deque()
+        self._queue: deque = deque()  # (JointState, receive time [ns] on the node clock)
         self._reported: dict[str, float] = {}
         self._columns: dict[tuple[str, ...], list[int] | None] = {}
-        self._truth: np.ndarray | None = None
+        self._truth: dict[str, float] | None = None  # the simulator's true parameters, by name
+        self._unstamped = False  # the driver does not stamp: receive times stand in
+        self._zero_stamp = False  # the previous message was stamped 0
+        self._progress_ns = -1  # data time of the newest sample processed
         self._build()
         self.add_on_set_parameters_callback(self._validate)
-        io_group, work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        # best effort (matches any publisher) with a queue deep enough for bursts
-        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.BEST_EFFORT)
-        if self._get("reliable_input"):  # replayed data: no sample may be lost
-            qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-                             history=HistoryPolicy.KEEP_ALL)
+        self.add_post_set_parameters_callback(self._apply)
+        self._io_group, self._work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
+                       else ReliabilityPolicy.BEST_EFFORT)  # best effort matches any publisher
         self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                 qos, callback_group=io_group)
+                                 QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=reliability),
+                                 callback_group=self._io_group,
+                                 event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
         self.create_subscription(ParameterEstimate, "sim/true_parameters", self._on_truth,
-                                 LATCHED, callback_group=io_group)
+                                 LATCHED, callback_group=self._io_group)
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
-        self.create_timer(1.0 / float(self._get("process_rate")), self._process,
-                          callback_group=work_group)
-        self.create_timer(1.0 / float(self._get("publish_rate")), self._publish,
-                          callback_group=work_group)
-        self.create_service(Trigger, "~/reset", self._on_reset, callback_group=work_group)
-        self.create_service(Trigger, "~/save", self._on_save, callback_group=work_group)
-        topic = self.resolve_topic_name("joint_states")
-        self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
-                               f"with {self.options.method} on {topic} (low-pass "
-                               f"{self.options.effective_cutoff:g} Hz at {self.options.sample_rate:g} Hz)")
+        self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
+        self._lag = self.create_publisher(Float64, "~/lag", LATCHED)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._rate_timers: dict[str, object] = {}
+        self._start_timers()
+        self.create_service(Trigger, "~/reset", self._on_reset, callback_group=self._work_group)
+        self.create_service(Trigger, "~/save", self._on_save, callback_group=self._work_group)
+        self._announce()
 
     @property
     def backlog(self) -> int:
         """Joint states received and not processed yet."""
         return len(self._queue)
 
+    def destroy_node(self) -> None:
+        """Process what is queued, then say what the session saw (and lost) before leaving."""
+        try:
+            self._process()
+            self.get_logger().info("estimator stopping: " + ", ".join(
+                f"{k} {v}" for k, v in self.session.counters.items()))
+        except Exception as exc:
+            self.get_logger().error(f"could not process the last samples: {exc}")
+        super().destroy_node()
+
     # ------------------------------------------------------------------------------ set-up
     def _get(self, name: str):
         return parameter_value(self, name)
 
+    def _announce(self) -> None:
+        topic = self.resolve_topic_name("joint_states")
+        self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
+                               f"with {self.options.method} on {topic} (low-pass "
+                               f"{self.options.effective_cutoff:g} Hz at {self.options.sample_rate:g} Hz)")
+
+    def _start_timers(self) -> None:
+        """The processing and publication timers, on the steady clock: they run whatever
+        ``/clock`` does (a lockstep simulator waits for this node's progress)."""
+        for timer in self._rate_timers.values():
+            self.destroy_timer(timer)
+        self._rate_timers = {
+            "process_rate": self.create_timer(1.0 / float(self._get("process_rate")), self._process,
+                                              callback_group=self._work_group, clock=self._steady),
+            "publish_rate": self.create_timer(1.0 / float(self._get("publish_rate")), self._publish,
+                                              callback_group=self._work_group, clock=self._steady)}
+
     def _validate(self, params) -> SetParametersResult:
-        """Session options are checked by :class:`OnlineOptions` itself; they apply at ``~/reset``."""
-        session = {p.name: requested_value(self, p) for p in params if p.name in OnlineOptions.names()}
-        try:
-            replace(self.options, **session)
-        except (SysIdError, TypeError) as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
+        """A change is refused unless the session it describes can be built (the options are
+        checked by :class:`OnlineOptions`, the model by loading it)."""
+        requested = {p.name: requested_value(self, p) for p in params}
+        if set(requested) & _REBUILD:
+            try:
+                self._target_and_options(lambda name: requested.get(name, self._get(name)))
+            except (SysIdError, TypeError, KeyError, ValueError, OSError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
         for prm in params:
             value = requested_value(self, prm)
             if prm.name in ("publish_rate", "process_rate", "max_queue") and not value > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"{prm.name} must be > 0, got {prm.value}")
+            if prm.name in _AT_START and value != self._get(prm.name):
+                return SetParametersResult(successful=False, reason=(
+                    f"{prm.name} is set at start (it chooses the subscription's QoS); restart the node"))
         return SetParametersResult(successful=True)
 
-    def _build(self) -> None:
-        """The target and a fresh session from the parameters (at start and on ``~/reset``)."""
-        model_path = self._get("model_path") or str(default_robot_path())
-        kind = self._get("target")
-        terms = joint_terms(self._get("friction"), bool(self._get("armature"))) if kind == "arm" else ()
-        model = RobotModel.from_mjcf(model_path, joint_terms=terms)
-        prior = self._prior(model, kind)
-        self.target: Target = (arm_target(model, prior=prior) if kind == "arm"
-                               else payload_target(model, kind, prior=prior))
-        self.joint_names = model.dof_joint_names
-        self._columns.clear()
-        self.options = OnlineOptions(**{name: self._get(name) for name, _, _ in SESSION_PARAMETERS})
-        self.session = OnlineSession(self.target, self.options, truth=self._truth)
+    def _apply(self, params) -> None:
+        """Changes take effect now: a new session (from the prior) or new timers."""
+        names = {p.name for p in params}
+        if names & _REBUILD:
+            with self._lock:
+                self._build()
+            self.get_logger().info(f"parameters {sorted(names & _REBUILD)} changed: the estimate "
+                                   "restarts from its prior")
+            self._announce()
+        if names & _TIMERS:
+            self._start_timers()
+            self.get_logger().info(f"{sorted(names & _TIMERS)} changed: timers restarted")
 
-    def _prior(self, model: RobotModel, kind: str) -> np.ndarray | None:
-        prior = self._get("prior")
+    def _build(self) -> None:
+        """The target and a fresh session from the parameters (at start, on ``~/reset`` and when
+        they change)."""
+        self.target, self.options = self._target_and_options(self._get)
+        self.joint_names = self.target.model.dof_joint_names
+        self._columns.clear()
+        self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target))
+
+    def _target_and_options(self, get) -> tuple[Target, OnlineOptions]:
+        """What the parameter values ``get(name)`` describe; raises :class:`SysIdError` naming
+        what is wrong (so a change at run time can be refused before it is made)."""
+        model_path = get("model_path") or str(default_robot_path())
+        kind = get("target")
+        terms = joint_terms(get("friction"), bool(get("armature"))) if kind == "arm" else ()
+        model = RobotModel.from_mjcf(model_path, joint_terms=terms)
+        prior = self._prior(model, kind, get("prior"))
+        target = (arm_target(model, prior=prior) if kind == "arm"
+                  else payload_target(model, kind, prior=prior))
+        return target, OnlineOptions(**{name: get(name) for name, _, _ in SESSION_PARAMETERS})
+
+    def _truth_for(self, target: Target) -> np.ndarray | None:
+        """The simulator's true parameters in ``target``'s layout (None when unknown)."""
+        values = self._truth
+        if values is None or not all(n in values for n in target.names):
+            return None
+        return np.array([values[n] for n in target.names])
+
+    @staticmethod
+    def _prior(model: RobotModel, kind: str, prior: str) -> np.ndarray | None:
         if prior in ("nominal", "uninformative", ""):  # the target's default prior
             return None
         path = Path(prior).expanduser()
@@ -158,8 +242,8 @@ class EstimatorNode(Node):
 
     # --------------------------------------------------------------------------- callbacks
     def _warn(self, key: str, text: str) -> None:
-        """Report a counted event; at most one report per counter every 2 s."""
-        now = self.get_clock().now().nanoseconds * 1e-9
+        """Report a counted event; at most one report per counter every 2 s (steady clock)."""
+        now = time.monotonic()
         if now - self._reported.get(key, -math.inf) >= 2.0:
             self._reported[key] = now
             self.get_logger().warning(f"{text} ({key}: {self.session.counters.get(key, 0)})")
@@ -169,12 +253,19 @@ class EstimatorNode(Node):
         self._warn(key, _TEXT[event.reason](event))
 
     def _on_joint_state(self, msg: JointState) -> None:
-        """Only queue: conversion runs in the batch step (rclpy callbacks are costly)."""
+        """Only queue, with the receive time: conversion runs in the batch step (rclpy callbacks
+        are costly)."""
         if len(self._queue) >= int(self._get("max_queue")):
             self._queue.popleft()
             self.session.reject("dropped")
             self._warn("rejected_dropped", "the estimator is too far behind: oldest queued sample dropped")
-        self._queue.append(msg)
+        self._queue.append((msg, self.get_clock().now().nanoseconds))
+
+    def _on_lost(self, info) -> None:
+        """DDS says messages were lost before they reached this node."""
+        self.session.reject("lost", info.total_count_change)
+        self._warn("rejected_lost", f"{info.total_count_change} joint state(s) lost by DDS before the "
+                   "estimator (QoS message-lost event)")
 
     def _columns_of(self, names: tuple[str, ...]) -> list[int] | None:
         """Where the model's joints are in a message naming ``names`` (None: some are missing)."""
@@ -185,12 +276,26 @@ class EstimatorNode(Node):
             self._columns[names] = cols
         return cols
 
-    def _arrays(self, msgs: list[JointState]) -> tuple | None:
-        """``(t (K,), q, dq or None, tau (K, n))`` of the messages naming the model's joints; an
-        unstamped message (stamp 0) gets the time it is processed."""
+    def _stamp_ns(self, msg: JointState, received_ns: int) -> int:
+        """The data time of ``msg`` [ns]: its header stamp (0 included), or its receive time once
+        the stream shows it is not stamped (two consecutive messages stamped 0)."""
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if not self._unstamped and stamp == 0 and self._zero_stamp:
+            self._unstamped = True
+            self.get_logger().warning(
+                "joint states are not stamped (header stamp 0 twice in a row): using the time each "
+                "message is received (node clock) as its data time")
+        self._zero_stamp = stamp == 0
+        return received_ns if self._unstamped else stamp
+
+    def _arrays(self, items: list) -> tuple | None:
+        """``(t (K,), q, dq or None, tau (K, n))`` of the queued ``(message, receive time)``
+        naming the model's joints."""
         t, q, dq, tau = [], [], [], []
         velocities = True
-        for msg in msgs:
+        for msg, received_ns in items:
+            stamp_ns = self._stamp_ns(msg, received_ns)
+            self._progress_ns = max(self._progress_ns, stamp_ns)
             names = tuple(msg.name)
             cols = self._columns_of(names)
             if cols is None or len(msg.position) != len(names) or len(msg.effort) != len(names):
@@ -200,8 +305,7 @@ class EstimatorNode(Node):
                            f"{len(msg.position)} positions and {len(msg.effort)} efforts"
                            + (f"; missing {missing}" if missing else ""))
                 continue
-            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-            t.append(stamp if stamp != 0.0 else self.get_clock().now().nanoseconds * 1e-9)
+            t.append(stamp_ns * 1e-9)
             q.append(np.asarray(msg.position, dtype=float)[cols])
             tau.append(np.asarray(msg.effort, dtype=float)[cols])
             if velocities and len(msg.velocity) == len(names):
@@ -213,48 +317,57 @@ class EstimatorNode(Node):
         return np.array(t), np.array(q), np.array(dq) if velocities else None, np.array(tau)
 
     def _on_truth(self, msg: ParameterEstimate) -> None:
-        values = dict(zip(msg.names, msg.values, strict=False))
-        if all(n in values for n in self.target.names):
-            self._truth = np.array([values[n] for n in self.target.names])
+        self._truth = dict(zip(msg.names, msg.values, strict=False))
+        truth = self._truth_for(self.target)
+        if truth is not None:
             with self._lock:
-                self.session.truth = self._truth
+                self.session.truth = truth
             self.get_logger().info("true parameters received: publishing the divergence to truth")
 
     def _process(self) -> None:
+        """Hand the queue to the session; then publish how far the data has been processed."""
         backlog = len(self._queue)
         if backlog == 0:
             return
         if backlog > 5 * self.options.sample_rate / float(self._get("process_rate")):
             self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
                                       throttle_duration_sec=2.0)
-        batch = self._arrays([self._queue.popleft() for _ in range(backlog)])
-        if batch is None:
-            return
+        items = [self._queue.popleft() for _ in range(backlog)]
         with self._lock:
-            events = self.session.push_batch(*batch)
+            batch = self._arrays(items)
+            events = self.session.push_batch(*batch) if batch is not None else ()
         for event in events:
             self._report(event)
+        self._progress.publish(Time(sec=self._progress_ns // 1_000_000_000,
+                                    nanosec=self._progress_ns % 1_000_000_000))
 
     # ------------------------------------------------------------------------------ outputs
     def _estimate_message(self) -> ParameterEstimate:
+        """The estimate, stamped with the data time of the last sample folded into it."""
         with self._lock:
             est = self.session.snapshot()
         result = estimate_result(self.target, est.theta, method=est.method, std=est.std, rank=est.rank,
                                  condition_number=est.condition_number, residual_rms=est.residual_rms,
                                  n_samples=est.updates, solver=SolverStatus(solver=self.options.estimator),
                                  joint_names=self.joint_names)
+        ns = round(est.time * 1e9) if math.isfinite(est.time) else 0
         return to_estimate_msg(result, divergence_to_prior=est.divergence_to_prior,
                                divergence_to_truth=est.divergence_to_truth,
-                               stamp=self.get_clock().now().to_msg())
+                               stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000))
 
     def _publish(self) -> None:
-        if self.session.estimator.samples:
-            self._publisher.publish(self._estimate_message())
+        if not self.session.estimator.samples:
+            return
+        msg = self._estimate_message()
+        self._publisher.publish(msg)
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        self._lag.publish(Float64(data=self.get_clock().now().nanoseconds * 1e-9 - stamp))
 
     def _on_reset(self, request, response):
         with self._lock:
             self._build()
         self._queue.clear()
+        self._unstamped = self._zero_stamp = False
         response.success, response.message = True, "estimator reset to its prior"
         return response
 
