@@ -67,6 +67,9 @@ class BatchSolverNode(Node):
             ("motor_command_topic", "/motor_command", "default MotorCommand topic in the bags"),
             ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
             ("max_samples", 2000, "samples kept for the dual-metric SDP"),
+            ("min_segment", 2.0, "data between gaps shorter than this is not used [s]"),
+            ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
+                                     "slower than 0.01 rad/s)"),
             ("plots", True, "write PNG plots with each result"),
         ))
         self.add_on_set_parameters_callback(self._validate)
@@ -85,6 +88,9 @@ class BatchSolverNode(Node):
             if prm.name == "bandwidth" and not requested_value(self, prm) > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"bandwidth must be > 0 Hz, got {prm.value}")
+            if prm.name == "min_segment" and not requested_value(self, prm) >= 0:
+                return SetParametersResult(successful=False,
+                                           reason=f"min_segment must be >= 0 s, got {prm.value}")
             if prm.name == "max_samples" and prm.value < 10:
                 return SetParametersResult(successful=False,
                                            reason=f"max_samples must be >= 10, got {prm.value}")
@@ -153,7 +159,9 @@ class BatchSolverNode(Node):
                                                                          request.armature))
         target = (payload_target(model, request.payload_body) if request.payload_body
                   else arm_target(model))
-        settings = Preprocessing(bandwidth=float(self._get("bandwidth")))
+        settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
+                                 min_segment=float(self._get("min_segment")),
+                                 stationary_cut=bool(self._get("stationary_cut")))
         options = IdentifyOptions(method=method, preprocessing=settings,
                                   regularization=float(request.regularization_weight),
                                   max_samples=int(self._get("max_samples")),
@@ -162,7 +170,7 @@ class BatchSolverNode(Node):
                        joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                        command_topic=request.motor_command_topic or self._get("motor_command_topic"),
                        joint_names=model.dof_joint_names)
-        prep = prepare(ds, target, settings, min_speed=options.min_speed)
+        prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
         result = run_method(prep, options)
         evaluation = evaluate(result, prep)
         paths, _ = write_outputs(out, result, target, evaluation, plots=bool(self._get("plots")))

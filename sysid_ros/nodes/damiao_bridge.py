@@ -55,6 +55,7 @@ from sysid_ros.hardware.safety import CommandError, Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
+from sysid_ros.nodes.parameters import declare_config_parameters, parameter_value
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -75,11 +76,9 @@ class DamiaoBridgeNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
         # numbers may come as integers or floats from a YAML file (rate: 500, gear_ratios: [1, 1]):
-        # dynamically typed here, converted and checked in one place (BridgeConfig.from_parameters)
-        for name, default, description in (*BUS_PARAMETERS, *EMULATOR_GROUP):
-            numeric = isinstance(default, int | float) and not isinstance(default, bool)
-            self.declare_parameter(name, default, ParameterDescriptor(description=description,
-                                                                      dynamic_typing=numeric))
+        # dynamically typed here, converted and checked in one place (BridgeConfig.from_parameters);
+        # switches take true/false or 1/0 (use_emulator:=1 from a launch file), as every node's do
+        declare_config_parameters(self, (*BUS_PARAMETERS, *EMULATOR_GROUP))
         for p in JOINT_PARAMETERS:
             if p.kind is str:
                 self.declare_parameter(f"joints.{p.key}", Parameter.Type.STRING_ARRAY,
@@ -100,14 +99,14 @@ class DamiaoBridgeNode(LifecycleNode):
         self._names: list[str] = []
         self._lock = threading.Lock()
         self._log = _RosLog(self.get_logger(), self.context)
-        if self.get_parameter("autostart").value:
+        if parameter_value(self, "autostart"):
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
 
     # ------------------------------------------------------------------------------ set-up
     def _parameter_snapshot(self) -> dict:
         """One snapshot of every parameter, flat (``"rate"``, ``"joints.names"``, ``"emulator.clock"``)."""
-        params = {name: self.get_parameter(name).value for name, _, _ in (*BUS_PARAMETERS, *EMULATOR_GROUP)}
+        params = {name: parameter_value(self, name) for name, _, _ in (*BUS_PARAMETERS, *EMULATOR_GROUP)}
         for p in JOINT_PARAMETERS:
             value = self.get_parameter(f"joints.{p.key}").value
             if value is not None:

@@ -44,6 +44,7 @@ from sysid_ros.hardware.wiring import WIRING_PARAMETERS, wiring_from_parameters
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
+from sysid_ros.nodes.parameters import declare_config_parameters, parameter_value
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -64,15 +65,12 @@ class DamiaoEmulatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("damiao_emulator", **kwargs)
-        for name, default, description in PARAMETERS:
-            numeric = isinstance(default, int | float) and not isinstance(default, bool)
-            self.declare_parameter(name, default, ParameterDescriptor(description=description,
-                                                                      dynamic_typing=numeric))
+        declare_config_parameters(self, PARAMETERS)  # numbers checked by EmulatorOptions, 1/0 switches
         for w in WIRING_PARAMETERS:
             kind = Parameter.Type.STRING_ARRAY if w.kind is str else None
             descriptor = ParameterDescriptor(description=w.description, dynamic_typing=kind is None)
             self.declare_parameter(f"joints.{w.key}", kind, descriptor)
-        p = {name: self.get_parameter(name).value for name, _, _ in PARAMETERS}
+        p = {name: parameter_value(self, name) for name, _, _ in PARAMETERS}
         for w in WIRING_PARAMETERS:
             value = self.get_parameter(f"joints.{w.key}").value
             if value is not None:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from sysid_ros.core.errors import SysIdError
 
-__all__ = ["declare_parameters", "parameter_value", "requested_value"]
+__all__ = ["declare_config_parameters", "declare_parameters", "parameter_value", "requested_value"]
 
 #: parameter name -> expected kind, per node (kinds: "float", "bool", "float_array", or None =
 #: rclpy's own strict typing)
@@ -93,6 +93,22 @@ def declare_parameters(node, table: Iterable[tuple[str, object, str]]) -> None:
             if type(exc).__name__ != "InvalidParameterValueException":
                 raise
             raise SysIdError(_refusal(name, kind, _override(node, name))) from None
+
+
+def declare_config_parameters(node, table: Iterable[tuple[str, object, str]]) -> None:
+    """Declare the ``(name, default, description)`` rows of a configuration that converts and
+    checks its own numbers (the bridge's and emulator's ``from_parameters``): numbers (integer or
+    float defaults) are dynamically typed and reach the configuration as given, switches take
+    true/false or 1/0 as with :func:`declare_parameters`, the rest is strictly typed. Read the
+    values with :func:`parameter_value`."""
+    from rcl_interfaces.msg import ParameterDescriptor
+
+    rows = list(table)
+    declare_parameters(node, [row for row in rows if isinstance(row[1], bool)])
+    for name, default, description in rows:
+        if not isinstance(default, bool):
+            node.declare_parameter(name, default, ParameterDescriptor(
+                description=description, dynamic_typing=isinstance(default, int | float)))
 
 
 def _override(node, name: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import stop_process
@@ -18,10 +19,12 @@ pytestmark = pytest.mark.ros
 START_TIMEOUT = 60.0  # s: a node's start on a loaded 2-core machine (imports, MuJoCo model)
 
 
-def _start(module: str, domain_id: int, *params: str) -> subprocess.Popen:
+def _start(module: str, domain_id: int, *params: str, params_file: Path | None = None) -> subprocess.Popen:
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", f"sysid_ros.nodes.{module}", "--ros-args"]
+    if params_file is not None:
+        cmd += ["--params-file", str(params_file)]
     for p in params:
         cmd += ["-p", p]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -66,3 +69,19 @@ def test_a_value_of_the_wrong_kind_ends_the_node_with_the_reason(ros_domain_id):
     assert proc.returncode == 1, out
     assert "parameter rate: expected a number, got 'fast'" in out
     assert "Traceback" not in out
+
+
+@pytest.mark.timeout(180)
+def test_the_bridge_takes_one_for_its_switches(ros_domain_id):
+    """``use_emulator:=1 autostart:=1`` (as ``ros2 launch ... use_emulator:=1`` gives them): the
+    bridge starts its emulated motors and activates itself; Ctrl-C disables them."""
+    proc = _start("damiao_bridge", ros_domain_id, "use_emulator:=1", "autostart:=1", "rate:=500",
+                  params_file=Path(__file__).parents[2] / "config" / "yam_damiao.yaml")
+    try:
+        lines = _wait_for_line(proc, "EMULATED motors on virtual channel")
+        lines += _wait_for_line(proc, "active: 6 motors enabled")
+    finally:
+        out = stop_process(proc)
+    assert proc.returncode == 0, "".join(lines) + out
+    assert "Exception" not in "".join(lines) + out
+    assert "all 6 motors disabled" in out and "confirmed" in out, out
