@@ -9,19 +9,16 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
-from conftest import TEST_ROBOTS, stop_process
+from conftest import TEST_ROBOTS, SpinningNode, stop_process, wait_until
 
 rclpy = pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Time  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.impl.implementation_singleton import rclpy_implementation  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
@@ -62,28 +59,15 @@ def start_estimator(domain_id: int, *extra: str) -> subprocess.Popen:
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def wait_until(condition, timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    event = threading.Event()
-    while not condition():
-        if proc is not None and proc.poll() is not None:
-            pytest.fail(f"the estimator exited ({proc.returncode}) while waiting for {what}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        event.wait(0.01)
-
-
 def stamp_ns(msg) -> int:
     return msg.sec * 1_000_000_000 + msg.nanosec
 
 
-class Feeder:
+class Feeder(SpinningNode):
     """This test's side: a reliable KEEP_ALL joint-state publisher; the estimator's outputs."""
 
     def __init__(self, domain_id: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("feeder", context=self.context)
+        super().__init__("feeder", domain_id)
         self.pub = self.node.create_publisher(
             JointState, "/joint_states",
             QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE))
@@ -95,17 +79,6 @@ class Feeder:
         self.node.create_subscription(Time, "/estimator/progress", self._on_progress, 10)
         self.node.create_subscription(Float64, "/estimator/lag", lambda m: self.lags.append(m.data), LATCHED)
         self.params = self.node.create_client(SetParameters, "/estimator/set_parameters")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # the context shut down under it
-                return
 
     def _on_progress(self, msg: Time) -> None:
         self.progress_ns = max(self.progress_ns, stamp_ns(msg))
@@ -125,16 +98,13 @@ class Feeder:
             msg = JointState(name=list(ds.joint_names), position=ds.q[k].tolist(),
                              velocity=ds.dq[k].tolist(), effort=ds.tau[k].tolist())
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(stamps_ns[k]), 1_000_000_000)
-            deadline = time.monotonic() + 60.0
-            while True:
-                try:
-                    self.pub.publish(msg)
-                    break
-                except rclpy_implementation.RCLError:
-                    if time.monotonic() > deadline:
-                        raise
-                    threading.Event().wait(0.005)
+            self.publish(self.pub, msg)
         return sent_ns
+
+    def send_all(self, ds, stamps_ns, proc) -> None:
+        """:meth:`send` as a burst, then wait until the node has processed the last stamp."""
+        self.send(ds, stamps_ns)
+        wait_until(lambda: self.progress_ns == stamps_ns[-1], TIMEOUT, "progress to the last stamp", proc)
 
     def set_parameter(self, name: str, value) -> tuple[bool, str]:
         if isinstance(value, bool):
@@ -148,12 +118,6 @@ class Feeder:
         wait_until(future.done, TIMEOUT, f"setting {name}")
         result = future.result().results[0]
         return result.successful, result.reason
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-        self._thread.join(timeout=5)
 
 
 @pytest.fixture
@@ -187,8 +151,7 @@ def test_a_burst_from_stamp_zero_gives_the_offline_estimate(run, feeder, ros_dom
     try:
         f.wait_for_estimator(proc)
         stamps = np.round(run.t * 1e9).astype(np.int64)
-        f.send(run, stamps)
-        wait_until(lambda: f.progress_ns == stamps[-1], TIMEOUT, "progress to the last stamp", proc)
+        f.send_all(run, stamps, proc)
         offline = replay(run, payload_target(RobotModel.from_mjcf(MODEL), "hand"), OPTIONS).snapshot()
         last_ns = round(offline.time * 1e9)
         wait_until(lambda: f.estimates and stamp_ns(f.estimates[-1].header.stamp) == last_ns
@@ -220,8 +183,7 @@ def test_an_overflowing_queue_and_missing_samples_are_counted(run, feeder, ros_d
         f.wait_for_estimator(proc)
         keep = np.arange(len(run)) % 10 != 5
         stamps = np.round(run.t * 1e9).astype(np.int64)
-        f.send(_subset(run, keep), stamps[keep])
-        wait_until(lambda: f.progress_ns == stamps[keep][-1], TIMEOUT, "progress to the last stamp", proc)
+        f.send_all(_subset(run, keep), stamps[keep], proc)
     finally:
         log = stop_process(proc)
     assert proc.returncode == 0, log[-3000:]
@@ -274,8 +236,7 @@ def test_parameters_changed_at_run_time_apply_or_are_refused(run, feeder, ros_do
         ok, reason = f.set_parameter("forgetting", 1.5)
         assert not ok and "forgetting must be in (0, 1]" in reason
         stamps = np.round(run.t * 1e9).astype(np.int64)
-        f.send(run, stamps)
-        wait_until(lambda: f.progress_ns == stamps[-1], TIMEOUT, "progress to the last stamp", proc)
+        f.send_all(run, stamps, proc)
     finally:
         log = stop_process(proc)
     assert proc.returncode == 0, log[-3000:]

@@ -18,9 +18,7 @@ import time
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
-from conftest import stop_process
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.impl.implementation_singleton import rclpy_implementation
+from conftest import SpinningNode, stop_process, wait_until
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from sensor_msgs.msg import JointState
@@ -86,22 +84,11 @@ def start_recorder(domain_id: int, output, *params: str) -> Output:
     return out
 
 
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    event = threading.Event()
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        event.wait(0.01)
-
-
-class Graph:
+class Graph(SpinningNode):
     """This test's ROS side: a JointState publisher, the recorder's ~/progress and ~/stop."""
 
     def __init__(self, domain_id: int, reliable: bool = True) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("recorder_test", context=self.context)
+        super().__init__("recorder_test", domain_id)
         qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, durability=DurabilityPolicy.VOLATILE,
                          reliability=(ReliabilityPolicy.RELIABLE if reliable
                                       else ReliabilityPolicy.BEST_EFFORT))
@@ -110,19 +97,7 @@ class Graph:
         self.node.create_subscription(Time, "/recorder/progress", self._on_progress,
                                       QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.stop_client = self.node.create_client(Trigger, "/recorder/stop")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._spin = threading.Thread(target=self._spin_loop, daemon=True)
-        self._spin.start()
         self.sent = 0
-        self.backpressure = 0  # writes refused while the reader caught up (retried)
-
-    def _spin_loop(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # the context shut down under it
-                return
 
     def _on_progress(self, msg: Time) -> None:
         self.progress_ns = max(self.progress_ns, msg.sec * 1_000_000_000 + msg.nanosec)
@@ -149,36 +124,15 @@ class Graph:
                 ahead = t0 + k / rate - time.perf_counter()
                 if ahead > 0.002:
                     time.sleep(ahead)  # pacing of the stream, not synchronisation
-            self.publish(self.message(k, period_ns))
+            self.publish(self.pub, self.message(k, period_ns))
             k += 1
             self.sent = k
-
-    def publish(self, msg: JointState, timeout: float = 60.0) -> None:
-        """Publish ``msg``, waiting out back-pressure: a reliable KEEP_ALL writer whose history is
-        full (the reader has not acknowledged yet) refuses a write after its blocking time; the
-        sample is then written again, never skipped."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.pub.publish(msg)
-                return
-            except rclpy_implementation.RCLError:
-                if time.monotonic() > deadline:
-                    raise
-                self.backpressure += 1
-                threading.Event().wait(0.005)
 
     def stop_recorder(self, timeout: float = 40.0):
         assert self.stop_client.wait_for_service(timeout_sec=START_TIMEOUT)
         future = self.stop_client.call_async(Trigger.Request())
         wait_until(future.done, timeout, "the ~/stop answer")
         return future.result()
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-        self._spin.join(timeout=5)
 
 
 @pytest.fixture
