@@ -4,65 +4,71 @@ from __future__ import annotations
 
 import signal
 import sys
-import time
+import threading
 from collections.abc import Callable
 
 
+#: [s] the longest a stop request waits for the executor to come back to Python
+_STOP_POLL = 0.1
+
+
 def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
-    """Run one node until shutdown, the same way on Jazzy and Kilted: Ctrl-C and external
+    """Run one node until shutdown, the same way on Jazzy and Kilted: Ctrl-C, SIGTERM and external
     shutdown end it quietly; the executor is shut down and the node destroyed on every path.
     A node that cannot start for a reason the user can fix (a :class:`SysIdError`: bad model,
-    bad parameter) says why in one line and the process exits with status 1."""
+    bad parameter) says why in one line and the process exits with status 1.
+
+    Signals are this function's, not rclpy's: rclpy's handler shuts the context down the moment
+    SIGINT arrives, and a node that then logs while it finishes its files (to ``/rosout``, through
+    that context) can crash in rcl (seen: SIGSEGV in ``destroy_node``'s last log line). Here the
+    first SIGINT/SIGTERM only asks the loop to stop; the node is destroyed while its context is
+    still valid, and the context is shut down last. A second signal during teardown says
+    "already stopping" and does not cut it short (files are finished there)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
 
     from sysid_ros.core.errors import SysIdError
 
-    rclpy.init(args=args)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, _stop_requester(stop)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = executor_factory()
     failed = False
     try:
         node = make_node()
         executor.add_node(node)
-        executor.spin()
+        # spin_once with a timeout comes back to Python often enough for the signal handler
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=_STOP_POLL)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except SysIdError as exc:
         print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
         failed = True
-    except RuntimeError:
-        # SIGINT arriving while the executor takes a message surfaces from rclpy's C++ take as a
-        # RuntimeError (pybind11 "unable to convert call argument"); rclpy's signal handler shuts
-        # the context down at the same moment. That is the normal end, not a failure.
-        deadline = time.monotonic() + 1.0
-        while rclpy.ok() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if rclpy.ok():
-            raise
     finally:
-        # one Ctrl-C ends the node; a second one (a terminal's process group, `timeout -s INT`)
-        # must not cut its teardown short: files are finished there
-        previous = _ignore_interrupts_while_stopping()
+        stop.set()  # from here on a signal only says "already stopping"
         try:
             executor.shutdown()
             if node is not None:
                 node.destroy_node()
             rclpy.try_shutdown()
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     if failed:
         sys.exit(1)
 
 
-def _ignore_interrupts_while_stopping():
-    """Make SIGINT and SIGTERM say "already stopping" instead of interrupting; returns the
-    previous SIGINT handler. SIGKILL still ends the process (its files stay recoverable)."""
+def _stop_requester(stop: threading.Event):
+    """A SIGINT/SIGTERM handler: the first signal asks :func:`spin` to stop, a later one says the
+    node is already stopping (SIGKILL still ends the process; its files stay recoverable)."""
 
-    def note(signum, _frame) -> None:
-        print(f"[{signal.Signals(signum).name}] already stopping: finishing files first", file=sys.stderr,
-              flush=True)
+    def handle(signum, _frame) -> None:
+        if stop.is_set():
+            print(f"[{signal.Signals(signum).name}] already stopping: finishing files first",
+                  file=sys.stderr, flush=True)
+        stop.set()
 
-    previous = signal.signal(signal.SIGINT, note)
-    signal.signal(signal.SIGTERM, note)
-    return previous
+    return handle

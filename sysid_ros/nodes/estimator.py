@@ -13,8 +13,10 @@ joint slower than 0.01 rad/s) add no row (``stationary_cut``, counted ``stationa
 
 Time: an estimate is stamped with the data time (header stamp) of the last sample folded into it,
 so "the estimate covering t" can be waited for. A stamp of 0 is a valid time; a driver that does
-not stamp at all (two consecutive messages stamped 0) is detected and its messages get the time
-they were received (node clock), with a warning. After each batch ``~/progress``
+not stamp at all is told apart by the stream's first two messages: a first message stamped 0 is
+held until the second arrives; if that one is stamped 0 too, every message of the stream
+(the first included) gets the time it was received (node clock), with a warning, otherwise 0 is
+the first sample's time. After each batch ``~/progress``
 (``builtin_interfaces/Time``, the data time of the newest sample processed; what a lockstep
 ``mujoco_sim`` waits for) is published; with each estimate ``~/lag`` (``std_msgs/Float64``,
 [s]): node clock minus the estimate's stamp.
@@ -107,8 +109,8 @@ class EstimatorNode(Node):
         self._reported: dict[str, float] = {}
         self._columns: dict[tuple[str, ...], list[int] | None] = {}
         self._truth: dict[str, float] | None = None  # the simulator's true parameters, by name
-        self._unstamped = False  # the driver does not stamp: receive times stand in
-        self._zero_stamp = False  # the previous message was stamped 0
+        self._stamped: bool | None = None  # does the driver stamp? (None: not known yet)
+        self._held: tuple | None = None  # a first message stamped 0, until the next one tells
         self._progress_ns = -1  # data time of the newest sample processed
         self._build()
         self.add_on_set_parameters_callback(self._validate)
@@ -140,7 +142,7 @@ class EstimatorNode(Node):
     def destroy_node(self) -> None:
         """Process what is queued, then say what the session saw (and lost) before leaving."""
         try:
-            self._process()
+            self._process(final=True)
             self.get_logger().info("estimator stopping: " + ", ".join(
                 f"{k} {v}" for k, v in self.session.counters.items()))
         except Exception as exc:
@@ -276,25 +278,42 @@ class EstimatorNode(Node):
             self._columns[names] = cols
         return cols
 
-    def _stamp_ns(self, msg: JointState, received_ns: int) -> int:
-        """The data time of ``msg`` [ns]: its header stamp (0 included), or its receive time once
-        the stream shows it is not stamped (two consecutive messages stamped 0)."""
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        if not self._unstamped and stamp == 0 and self._zero_stamp:
-            self._unstamped = True
-            self.get_logger().warning(
-                "joint states are not stamped (header stamp 0 twice in a row): using the time each "
-                "message is received (node clock) as its data time")
-        self._zero_stamp = stamp == 0
-        return received_ns if self._unstamped else stamp
+    def _timed(self, items: list):
+        """``(message, data time [ns])`` of the queued ``(message, receive time [ns])``, in order:
+        the header stamp (0 included) of a stamped stream, the receive time of an unstamped one.
+        A first message stamped 0 is held back until the next message says which it is."""
+        for msg, received_ns in items:
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            if self._stamped is None:
+                if self._held is None:
+                    if stamp == 0:
+                        self._held = (msg, received_ns)
+                        continue
+                    self._stamped = True
+                else:
+                    (first, first_received), self._held = self._held, None
+                    self._stamped = stamp != 0
+                    if not self._stamped:
+                        self.get_logger().warning(
+                            "joint states are not stamped (header stamp 0 twice in a row): using the "
+                            "time each message is received (node clock) as its data time")
+                    yield first, 0 if self._stamped else first_received
+            yield msg, stamp if self._stamped else received_ns
+
+    def _release_held(self) -> list:
+        """At the end of the stream: a held first message is a stamped sample at t = 0."""
+        held, self._held = self._held, None
+        if held is None:
+            return []
+        self._stamped = True
+        return [(held[0], 0)]
 
     def _arrays(self, items: list) -> tuple | None:
-        """``(t (K,), q, dq or None, tau (K, n))`` of the queued ``(message, receive time)``
+        """``(t (K,), q, dq or None, tau (K, n))`` of the ``(message, data time [ns])`` items
         naming the model's joints."""
         t, q, dq, tau = [], [], [], []
         velocities = True
-        for msg, received_ns in items:
-            stamp_ns = self._stamp_ns(msg, received_ns)
+        for msg, stamp_ns in items:
             self._progress_ns = max(self._progress_ns, stamp_ns)
             names = tuple(msg.name)
             cols = self._columns_of(names)
@@ -324,22 +343,29 @@ class EstimatorNode(Node):
                 self.session.truth = truth
             self.get_logger().info("true parameters received: publishing the divergence to truth")
 
-    def _process(self) -> None:
-        """Hand the queue to the session; then publish how far the data has been processed."""
+    def _process(self, final: bool = False) -> None:
+        """Hand the queue to the session; then publish how far the data has been processed (a
+        held first message stamped 0 counts as processed at 0: a lockstep simulator waits for it).
+        ``final``: the stream has ended (a held message is a sample at t = 0)."""
         backlog = len(self._queue)
-        if backlog == 0:
+        if backlog == 0 and not (final and self._held):
             return
         if backlog > 5 * self.options.sample_rate / float(self._get("process_rate")):
             self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
                                       throttle_duration_sec=2.0)
-        items = [self._queue.popleft() for _ in range(backlog)]
+        items = list(self._timed([self._queue.popleft() for _ in range(backlog)]))
+        if final:
+            items = self._release_held() + items
         with self._lock:
             batch = self._arrays(items)
             events = self.session.push_batch(*batch) if batch is not None else ()
         for event in events:
             self._report(event)
-        self._progress.publish(Time(sec=self._progress_ns // 1_000_000_000,
-                                    nanosec=self._progress_ns % 1_000_000_000))
+        if self._held is not None:
+            self._progress_ns = max(self._progress_ns, 0)
+        if self._progress_ns >= 0:
+            self._progress.publish(Time(sec=self._progress_ns // 1_000_000_000,
+                                        nanosec=self._progress_ns % 1_000_000_000))
 
     # ------------------------------------------------------------------------------ outputs
     def _estimate_message(self) -> ParameterEstimate:
@@ -367,7 +393,7 @@ class EstimatorNode(Node):
         with self._lock:
             self._build()
         self._queue.clear()
-        self._unstamped = self._zero_stamp = False
+        self._stamped, self._held = None, None
         response.success, response.message = True, "estimator reset to its prior"
         return response
 

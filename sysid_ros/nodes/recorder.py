@@ -281,8 +281,9 @@ class RecorderNode(Node):
     def finish(self) -> Path | None:
         """Write what is queued, then close the bag (idempotent). Returns its path, ``None`` if
         nothing was recorded. A Ctrl-C cannot cut it short: the bag is finished in a thread of its
-        own (signals interrupt only the main thread) and waited for; the interrupt then ends the
-        node as usual (rclpy's handler shut the context down)."""
+        own (signals interrupt only the main thread) and waited for. Under :func:`spin` a signal
+        only asks the node to stop; where the node runs under a KeyboardInterrupt-raising handler,
+        the interrupt is noted and then ends the node as usual."""
         outcome: dict[str, object] = {}
         done = threading.Event()
 

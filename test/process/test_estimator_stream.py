@@ -218,9 +218,28 @@ def test_an_unstamped_driver_is_detected_and_timed_on_receipt(run, feeder, ros_d
     assert proc.returncode == 0, log[-3000:]
     assert "joint states are not stamped (header stamp 0 twice in a row)" in log
     seen = counters(log)
-    # the first message is data time 0; from the second on, receive times (wall clock)
+    # every message, the first included, is timed on receipt (wall clock): no jump from t = 0
+    # to the wall clock (10^12 samples "missing"), so the gaps are the feeder's own pauses
     assert seen["received"] == 1000 and seen["rejected_nan"] == 0, seen
+    assert seen["missing"] < 100_000, seen
     assert stamp_ns(f.estimates[-1].header.stamp) > 10**18  # a wall-clock time (after 2001), not 0
+
+
+@pytest.mark.timeout(300)
+def test_a_single_message_stamped_zero_is_a_sample_at_time_zero(run, feeder, ros_domain_id):
+    """A stream of one message stamped 0 is stamped (0 is a time): at the end it is processed
+    at t = 0, not on receipt, and no "not stamped" warning is given."""
+    proc = start_estimator(ros_domain_id)
+    f = feeder()
+    try:
+        f.wait_for_estimator(proc)
+        f.send(_subset(run, np.arange(len(run)) < 1), np.zeros(1, dtype=np.int64))
+        wait_until(lambda: f.progress_ns == 0, TIMEOUT, "progress at t = 0", proc)
+    finally:
+        log = stop_process(proc)
+    assert proc.returncode == 0, log[-3000:]
+    assert "not stamped" not in log
+    assert counters(log)["received"] == 1, log[-3000:]
 
 
 @pytest.mark.timeout(300)
