@@ -7,7 +7,6 @@ import sys
 import threading
 from collections.abc import Callable
 
-
 #: [s] the longest a stop request waits for the executor to come back to Python
 _STOP_POLL = 0.1
 
