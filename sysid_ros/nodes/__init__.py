@@ -7,9 +7,6 @@ import sys
 import threading
 from collections.abc import Callable
 
-#: [s] the longest a stop request waits for the executor to come back to Python
-_STOP_POLL = 0.1
-
 
 def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     """Run one node until shutdown, the same way on Jazzy and Kilted: Ctrl-C, SIGTERM and external
@@ -20,9 +17,11 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     Signals are this function's, not rclpy's: rclpy's handler shuts the context down the moment
     SIGINT arrives, and a node that then logs while it finishes its files (to ``/rosout``, through
     that context) can crash in rcl (seen: SIGSEGV in ``destroy_node``'s last log line). Here the
-    first SIGINT/SIGTERM only asks the loop to stop; the node is destroyed while its context is
-    still valid, and the context is shut down last. A second signal during teardown says
-    "already stopping" and does not cut it short (files are finished there)."""
+    executor spins in a thread of its own while the main thread waits for a stop request (the
+    first SIGINT/SIGTERM, the end of spinning, or an error in a callback); then the executor is
+    shut down, the node destroyed while its context is still valid, and the context shut down
+    last. A second signal during teardown says "already stopping" and does not cut it short
+    (files are finished there); SIGKILL still ends the process (its files stay recoverable)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
@@ -34,18 +33,29 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = executor_factory()
-    failed = False
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+        except BaseException as exc:  # handed to the main thread
+            raised.append(exc)
+        finally:
+            stop.set()
+
     try:
         node = make_node()
         executor.add_node(node)
-        # spin_once with a timeout comes back to Python often enough for the signal handler
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=_STOP_POLL)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spinner = threading.Thread(target=run, name="executor")
+        spinner.start()
+        while not stop.wait():  # (a lock wait: a signal's handler runs at once)
+            pass
+        executor.shutdown()  # waits for the callbacks in progress
+        spinner.join()
     except SysIdError as exc:
-        print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
-        failed = True
+        raised.append(exc)
     finally:
         stop.set()  # from here on a signal only says "already stopping"
         try:
@@ -56,13 +66,17 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-    if failed:
-        sys.exit(1)
+    for exc in raised:
+        if isinstance(exc, SysIdError):
+            what = "cannot start" if node is None else "stopped"
+            print(f"[{getattr(make_node, '__name__', 'node')}] {what}: {exc}", file=sys.stderr)
+            sys.exit(1)
+        raise exc
 
 
 def _stop_requester(stop: threading.Event):
     """A SIGINT/SIGTERM handler: the first signal asks :func:`spin` to stop, a later one says the
-    node is already stopping (SIGKILL still ends the process; its files stay recoverable)."""
+    node is already stopping."""
 
     def handle(signum, _frame) -> None:
         if stop.is_set():
