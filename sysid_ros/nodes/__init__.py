@@ -33,7 +33,8 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = executor_factory()
-    raised: list[BaseException] = []
+    raised: list[BaseException] = []  # from callbacks
+    failed = False
 
     def run() -> None:
         try:
@@ -55,7 +56,10 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         executor.shutdown()  # waits for the callbacks in progress
         spinner.join()
     except SysIdError as exc:
-        raised.append(exc)
+        # only the words: the exception's frames would keep a half-built node alive for the
+        # context's clean-up to destroy
+        print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
+        failed = True
     finally:
         stop.set()  # from here on a signal only says "already stopping"
         try:
@@ -68,10 +72,12 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
                 signal.signal(sig, handler)
     for exc in raised:
         if isinstance(exc, SysIdError):
-            what = "cannot start" if node is None else "stopped"
-            print(f"[{getattr(make_node, '__name__', 'node')}] {what}: {exc}", file=sys.stderr)
-            sys.exit(1)
-        raise exc
+            print(f"[{getattr(make_node, '__name__', 'node')}] stopped: {exc}", file=sys.stderr)
+            failed = True
+        else:
+            raise exc
+    if failed:
+        sys.exit(1)
 
 
 def _stop_requester(stop: threading.Event):
