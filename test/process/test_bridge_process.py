@@ -231,7 +231,9 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id):
         assert bridge.poll() is None and all(p.poll() is None for p in others)
     finally:
         ros.close()
+        # the motors first, as on hardware: stopping the publisher first would leave the bridge
+        # without commands while the others stop, and its watchdog (correctly) trips
+        log = stop_process(bridge)
         logs = [stop_process(p) for p in others]
-    log = stop_process(bridge)
     assert bridge.returncode == 0 and [p.returncode for p in others] == [0, 0], logs
     assert "emulator motor states at stop: joint1=0x0" in log and "ALL MOTORS DISABLED" not in log
