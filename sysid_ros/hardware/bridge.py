@@ -16,14 +16,21 @@ Life cycle (mirrors the ROS lifecycle node that wraps it)::
   motor and confirm (state 1 from each), start the loop thread holding the measured pose.
 * ``deactivate`` / ``cleanup`` / ``shutdown`` (and any exception in the loop, and ``atexit``):
   disable every motor and confirm (state ≠ 1 in each reply, a few retries).
+* ``clear_fault``: after a trip (configured, not active), acknowledge it: clear-error frames to
+  the motors, their states read back; ``activate`` is refused until then.
 
 Each cycle of the loop turns the latest joint targets into one MIT frame per motor
 (:class:`~.motor_frames.MotorFrames`: clamping, joint map, unwrapping, codec), sends them and
 collects the replies until ``reply_deadline × period``. Faults trip the bridge (one
 :class:`~.safety.Trip`): the disable frames go out in the same cycle the fault is seen, the trip
-is reported once, then the motors are only polled (refresh frames at ``diagnostics_rate``) so the
-joint states and temperatures keep coming; after a bus error nothing more is sent. A trip is
-cleared by deactivate + activate.
+is reported once. "Disabled" is said only when every motor's reply confirms it; until then the
+motors are reported as possibly enabled (ERROR) and the disable frames are sent again and again,
+with a back-off from one control period up to :data:`DISABLE_RETRY_CAP` periods, whatever the bus
+does (a bus this bridge opened is re-opened after :data:`REOPEN_AFTER` failed rounds): the disable
+path never gives up, after a trip, after ``deactivate`` (a keeper thread) and until ``cleanup``.
+Once confirmed, the motors are only polled (refresh frames at ``diagnostics_rate``, for the
+diagnostics); no joint states are produced while no motor is enabled. The trip stays latched:
+``activate`` is refused until ``clear_fault``.
 
 Time base: ``"wall"`` (hardware) stamps each cycle with the wall clock and plays a replay file by
 the monotonic clock; ``"rounds"`` counts MIT rounds × period instead — for an emulator in lockstep,
@@ -98,6 +105,10 @@ REGISTER_TIMEOUT = 0.05   # [s] wait for one register reply
 REGISTER_TRIES = 3
 CONFIRM_TIMEOUT = 0.03    # [s] wait for the replies to one round of enable/disable frames
 CONFIRM_TRIES = 4
+DISABLE_RETRY_CAP = 4     # [control periods] longest wait between two disable rounds while unconfirmed
+REOPEN_AFTER = 5          # failed disable rounds (bus errors) before a bus the bridge opened is re-opened
+UNCONFIRMED_REPORT = 1.0  # [s] between two "still not confirmed" reports
+SHUTDOWN_DISABLE_TIME = 1.0  # [s] cleanup/shutdown keep re-sending disable frames this long at most
 LOCKSTEP_REPLY_TIMEOUT = 0.05  # [s] reply deadline with timebase "rounds" (a lockstep emulator)
 
 _STATES = {int(s): s for s in MotorState}
@@ -161,6 +172,7 @@ class BridgeStatus:
     trip: Trip | None
     counters: dict[str, int] = field(default_factory=dict)
     replay: str = ""
+    disabled: bool = False  # every motor confirmed disabled (since the last enable)
 
 
 class Bridge:
@@ -210,6 +222,12 @@ class Bridge:
         self._bus_dead = False
         self._atexit = False
         self._disabled = False  # every motor confirmed disabled since the last enable
+        self._retry_interval = 0.0   # [s] current back-off between disable rounds
+        self._retry_failures = 0     # disable rounds not confirmed since the first attempt
+        self._unconfirmed_since = 0.0  # [s, monotonic] first unconfirmed disable
+        self._unconfirmed_report = -math.inf  # [s, monotonic] last "still not confirmed" report
+        self._keeper: threading.Thread | None = None  # re-sends disable frames after deactivate
+        self._keeper_stop = threading.Event()
         self._last_frames: list[bytes] = [b""] * self.n  # last MIT payload sent per motor
         self._epoch = 0.0                         # wall time of activation [s]
         self._rounds = 0                          # MIT rounds sent since activation
@@ -245,7 +263,12 @@ class Bridge:
         """Check the pose, enable every motor (confirmed) and start the control loop."""
         if self.phase != "configured":
             raise BridgeError(f"activate() needs a configured bridge, it is {self.phase}")
-        self.trip = None
+        if self.trip is not None:
+            raise BridgeError(f"a fault is latched ({self.trip}): check the robot, then acknowledge it "
+                              "with clear_fault (the ~/clear_fault service) before activating")
+        if not self._disabled and self._keeper is not None:
+            raise BridgeError("the motors' disable is not confirmed yet: refusing to enable them")
+        self._stop_keeper()
         self._bus_dead = False
         replies = self._poll_all()
         missing = [self.names[i] for i in range(self.n) if replies[i] is None]
@@ -296,22 +319,67 @@ class Bridge:
                       if self._replay else "")
 
     def deactivate(self) -> list[str]:
-        """Stop the loop and disable every motor; returns joints whose disable was not confirmed."""
+        """Stop the loop and disable every motor; returns joints whose disable was not confirmed
+        (a keeper thread then goes on sending disable frames until they confirm)."""
         if self.phase != "active":
             return []
         self._stop_loop()
         self.phase = "configured"
-        return self.disable_all(reason="deactivate")
+        if self.trip is not None and self._disabled:
+            return []  # the trip disabled them (confirmed); the loop only polled since
+        unconfirmed = self.disable_all(reason="deactivate")
+        if unconfirmed:
+            self._start_keeper()
+        return unconfirmed
 
     def cleanup(self) -> None:
-        """Disable (if active, or not yet confirmed) and close the bus."""
+        """Disable (if active, or not yet confirmed: re-sent for up to
+        :data:`SHUTDOWN_DISABLE_TIME`) and close the bus."""
         self.deactivate()
+        self._stop_keeper()
         if self.transport is not None:
-            if self.phase == "configured" and not self._bus_dead and not self._disabled:
-                self.disable_all(reason="cleanup")
+            if self.phase == "configured" and not self._disabled:
+                deadline = time.monotonic() + SHUTDOWN_DISABLE_TIME
+                unconfirmed = self.disable_all(reason="cleanup")
+                while unconfirmed and time.monotonic() < deadline:
+                    time.sleep(self.config.period)
+                    unconfirmed = self.disable_all(reason="cleanup", tries=1, quiet=True)
+                    if unconfirmed and self._bus_dead:
+                        self._reopen_bus()
+                if unconfirmed:
+                    self.log.error("closing the bus with the disable NOT confirmed by %s: the motors "
+                                   "may be ENABLED until their own CAN timeout (%s s) stops them; "
+                                   "cut the motor power", unconfirmed, self.config.motor_timeout or "off")
             self.transport.close()
             self.transport = None
         self.phase = "unconfigured"
+
+    def clear_fault(self) -> str:
+        """Acknowledge a trip (configured, not active): clear-error frames to every motor, their
+        states read back. Raises :class:`BridgeError` naming the motors that still report a fault
+        (the trip stays latched then). Returns the motors' states."""
+        if self.phase != "configured":
+            raise BridgeError(f"clear_fault needs a configured, inactive bridge, it is {self.phase}")
+        if not self._disabled:
+            unconfirmed = self.disable_all(reason="clear_fault")
+            if unconfirmed:
+                raise BridgeError(f"the disable of {unconfirmed} is not confirmed: cannot clear the fault")
+        self._stop_keeper()
+        try:
+            self._send_special_all(Special.CLEAR_ERROR)
+            self._collect_states(CONFIRM_TIMEOUT)
+            replies = self._poll_all()
+        except BusError as exc:
+            raise BridgeError(f"clear_fault: {exc}") from exc
+        bad = [f"{self.names[i]} {'no reply' if r is None else describe(r.state)}"
+               for i, r in enumerate(replies) if r is None or r.state.is_fault]
+        if bad:
+            raise BridgeError(f"motors still report a fault after clear-error: {bad} (the fault stays "
+                              "latched)")
+        previous, self.trip = self.trip, None
+        states = ", ".join(f"{m.joint} {m.state_text}" for m in self.motors)
+        self.log.info("fault acknowledged%s: %s", f" ({previous})" if previous else "", states)
+        return states
 
     def shutdown(self) -> None:
         """Disable every motor (confirmed) and close the bus, from any state; idempotent (also run
@@ -364,7 +432,7 @@ class Bridge:
             counters = dict(self.counters)
         return BridgeStatus(phase=self.phase, mode=self._mode.value, motors=[
             MotorStatus(**vars(m)) for m in self.motors], timing=self.timing.summary(), trip=self.trip,
-            counters=counters, replay=replay)
+            counters=counters, replay=replay, disabled=self._disabled)
 
     def last_frame(self, joint: int) -> bytes:
         """The MIT payload sent to a joint's motor in the latest cycle."""
@@ -511,11 +579,13 @@ class Bridge:
         self.disable_all(reason="enable failed")
         raise BridgeError(f"motors did not confirm enable: {states}")
 
-    def disable_all(self, *, reason: str = "", tries: int = CONFIRM_TRIES) -> list[str]:
+    def disable_all(self, *, reason: str = "", tries: int = CONFIRM_TRIES, quiet: bool = False) -> list[str]:
         """Send disable to every motor, then re-send to those whose reply does not confirm it
         (state ≠ 1), ``tries`` rounds in all. Returns the joints not confirmed. Never raises: a bus
-        error is reported once, ends the attempt and stops all further traffic."""
-        if self.transport is None or self._bus_dead:
+        error ends this attempt (``_bus_dead`` says so until a send goes through again); the
+        callers try again (:meth:`_retry_disable`). ``quiet``: no log line when unconfirmed (a
+        retry; its caller reports)."""
+        if self.transport is None:
             return list(self.names)
         pending = np.ones(self.n, dtype=bool)
         try:
@@ -523,6 +593,7 @@ class Bridge:
             for _ in range(tries):
                 for i in np.flatnonzero(pending):
                     self._send(self._mit_ids[i], special_frame(Special.DISABLE))
+                self._bus_dead = False
                 for i, fb in enumerate(self._collect_states(CONFIRM_TIMEOUT, pending)):
                     if fb is not None and fb.state != MotorState.ENABLED:
                         pending[i] = False
@@ -530,16 +601,76 @@ class Bridge:
                     break
         except BusError as exc:
             self._bus_dead = True
-            self.log.error("disabling the motors (%s) failed: %s", reason, exc)
+            self._disabled = False
+            if not quiet:
+                self.log.error("disabling the motors (%s) failed on the bus, the motors may be ENABLED: %s",
+                               reason, exc)
             return [self.names[i] for i in np.flatnonzero(pending)]
         unconfirmed = [self.names[i] for i in np.flatnonzero(pending)]
         self._disabled = not unconfirmed
-        if unconfirmed:
-            self.log.error("disable (%s) NOT confirmed by %s: cut the motor power", reason, unconfirmed)
-        else:
+        if unconfirmed and not quiet:
+            self.log.error("disable (%s) NOT confirmed by %s: they may be ENABLED", reason, unconfirmed)
+        elif not unconfirmed:
             self.log.info("all %d motors disabled (%s), confirmed: %s", self.n, reason,
                           ", ".join(f"{m.joint} {m.state_text.split(' ')[0]}" for m in self.motors))
         return unconfirmed
+
+    def _retry_disable(self, reason: str) -> float:
+        """One more round of disable frames while the disable is not confirmed; the bus re-opened
+        after :data:`REOPEN_AFTER` failed rounds (if this bridge opened it). Returns the wait [s]
+        before the next round (doubling from one period up to :data:`DISABLE_RETRY_CAP` periods)."""
+        now = time.monotonic()
+        if self._retry_failures == 0:
+            self._unconfirmed_since, self._retry_interval = now, self.config.period
+        unconfirmed = self.disable_all(reason=reason, tries=1, quiet=True)
+        if not unconfirmed:
+            self.log.error("ALL MOTORS DISABLED (confirmed after %d more rounds, %.2f s): %s",
+                           self._retry_failures + 1, now - self._unconfirmed_since, reason)
+            self._retry_failures = 0
+            return self.config.period
+        self._retry_failures += 1
+        if now - self._unconfirmed_report >= UNCONFIRMED_REPORT:
+            self._unconfirmed_report = now
+            self.log.error("MOTORS MAY BE ENABLED: disable not confirmed by %s for %.2f s (%d rounds, %s); "
+                           "still sending disable frames", unconfirmed, now - self._unconfirmed_since,
+                           self._retry_failures, "bus failing" if self._bus_dead else "no confirming reply")
+        if self._bus_dead and self._retry_failures % REOPEN_AFTER == 0:
+            self._reopen_bus()
+        self._retry_interval = min(2.0 * self._retry_interval, DISABLE_RETRY_CAP * self.config.period)
+        return self._retry_interval
+
+    def _reopen_bus(self) -> None:
+        """Close and open again a bus this bridge opened (an adapter unplugged and back, a
+        bus-off that needs a restart); a bus handed in is the caller's to restore."""
+        if self.transport is None or not self.transport.owned:
+            return
+        try:
+            with self._bus_lock:
+                self.transport.reopen()
+            self.log.warning("CAN bus %s:%s re-opened", self.config.interface, self.config.channel)
+        except (BusError, can.CanError, OSError) as exc:
+            self.log.debug("re-opening the CAN bus failed: %s", exc)
+
+    def _start_keeper(self) -> None:
+        """After ``deactivate`` with the disable unconfirmed: a thread that re-sends disable frames
+        until every motor confirms (or ``cleanup``)."""
+        if self._keeper is not None:
+            return
+        self._keeper_stop.clear()
+        self._retry_failures = 0
+
+        def keep() -> None:
+            while not self._keeper_stop.is_set() and not self._disabled:
+                self._keeper_stop.wait(self._retry_disable("deactivate, retried"))
+
+        self._keeper = threading.Thread(target=keep, name="damiao_bridge_disable", daemon=True)
+        self._keeper.start()
+
+    def _stop_keeper(self) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            self._keeper_stop.set()
+            keeper.join(timeout=2.0)
 
     # ------------------------------------------------------------------------- the loop
     def _stop_loop(self) -> None:
@@ -562,9 +693,8 @@ class Bridge:
                     work = time.monotonic() - start
                     next_start += period
                 else:
-                    self._poll_tripped(start)
+                    next_start = start + self._after_trip(start)
                     work = time.monotonic() - start
-                    next_start = start + 1.0 / self.config.diagnostics_rate
                 now = time.monotonic()
                 skipped = 0
                 if now > next_start:  # overran: skip the lost slots, keep the phase
@@ -718,47 +848,58 @@ class Bridge:
         return None
 
     def _trip(self, trip: Trip) -> None:
-        """Disable everything now (the same cycle), then report once."""
+        """Disable everything now (the same cycle), then report once: "disabled" only if every
+        motor confirmed it, else "may be enabled" (the loop then re-sends disable frames until
+        they confirm, :meth:`_after_trip`)."""
         if self.trip is not None:
             return
         self.trip = trip
         with self._lock:
             self._mode = WatchdogMode.DISABLE
-        # after a bus error one round only: if the bus still carries frames the motors stop now,
-        # if not their own CAN TIMEOUT stops them
+        # after a bus error one round only here: the retries (with back-off) follow in the loop
         tries = 1 if trip.kind == TripKind.BUS_ERROR else CONFIRM_TRIES
-        unconfirmed = self.disable_all(reason=trip.kind.value, tries=tries)
-        self.log.error("ALL MOTORS DISABLED: %s%s", trip,
-                       f" (disable not confirmed by {unconfirmed})" if unconfirmed else "")
+        self._retry_failures = 0
+        unconfirmed = self.disable_all(reason=trip.kind.value, tries=tries, quiet=True)
+        if unconfirmed:
+            self._unconfirmed_report = time.monotonic()
+            self.log.error("MOTORS MAY BE ENABLED: %s; disable not confirmed by %s (%s): sending disable "
+                           "frames until every motor confirms", trip, unconfirmed,
+                           "bus failing" if self._bus_dead else "no confirming reply")
+        else:
+            self.log.error("ALL MOTORS DISABLED (confirmed): %s", trip)
         if self.on_trip is not None:
             try:
                 self.on_trip(trip)
             except Exception as exc:  # a broken reporter must not hide the trip
                 self.log.error("on_trip callback failed: %s", exc)
 
-    def _poll_tripped(self, start: float) -> None:
-        """After a trip: read the motors' states (no commands) so joint states keep coming."""
-        if self._bus_dead or self.transport is None:
-            return
-        stamp = time.time()
+    def _after_trip(self, start: float) -> float:
+        """The loop after a trip; returns the wait [s] until its next call. While the disable is
+        not confirmed: one more disable round (back-off). Then: read the motors' states (refresh
+        frames, no commands) at ``diagnostics_rate`` for the diagnostics; no joint states (no
+        motor is enabled). A motor reporting enabled again starts the disable rounds again."""
+        if not self._disabled:
+            return self._retry_disable(f"after the trip: {self.trip.kind.value}")
+        if self.transport is None:
+            return 1.0 / self.config.diagnostics_rate
         try:
             for m in self.motors:
                 self._send(REGISTER_ID, refresh_frame(m.can_id))
             replies = self._collect_states(min(0.02, 0.5 / self.config.diagnostics_rate))
         except BusError as exc:
+            if not self._bus_dead:
+                self.log.warning("polling the disabled motors failed: %s", exc)
             self._bus_dead = True
-            self.log.error("polling the disabled motors failed, stopping all bus traffic: %s", exc)
-            return
-        readings = [None if r is None else _reading(r) for r in replies]
-        self.frames.update(readings)
-        self._cycle += 1
-        if self.on_sample is not None:
-            self.on_sample(self._sample(stamp, readings))
+            return 1.0 / self.config.diagnostics_rate
+        self._bus_dead = False
         enabled = [self.names[i] for i, r in enumerate(replies)
                    if r is not None and r.state == MotorState.ENABLED]
-        if enabled:  # should never happen; disable again
-            self.log.error("motors %s report enabled after the trip: disabling again", enabled)
-            self.disable_all(reason="re-disable after trip")
+        if enabled:  # should never happen; disable again (until confirmed)
+            self.log.error("MOTORS MAY BE ENABLED: %s report enabled after the trip: disabling again",
+                           enabled)
+            self._disabled, self._retry_failures = False, 0
+            return 0.0
+        return 1.0 / self.config.diagnostics_rate
 
 
 def _freeze_heap() -> None:

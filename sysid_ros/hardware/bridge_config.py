@@ -49,7 +49,10 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("command_timeout", 0.1, "no MotorCommand for this long [s] -> hold position with damping"),
     ("hold_timeout", 1.0, "holding for this long [s] without a fresh command -> disable"),
     ("max_missed_replies", 5, "consecutive missed replies of one motor before everything is disabled"),
-    ("motor_timeout", 0.2, "CAN watchdog on each motor [s] (register TIMEOUT, 50 us units; 0 = off)"),
+    ("motor_timeout", 0.1, "CAN watchdog on each motor [s] (register TIMEOUT, 50 us units): a motor "
+                           "that hears nothing for this long stops itself (host or bridge killed)"),
+    ("unsafe_no_motor_timeout", False, "allow motor_timeout 0 (no motor watchdog: after a kill -9 of "
+                                       "the bridge the motors keep their last command)"),
     ("limit_mismatch", "error", "PMAX/VMAX/TMAX registers unlike the model table: 'error' or 'warn'"),
     ("startup_limit_margin", 0.05, "[rad] tolerance of the start-up joint-limit check"),
     ("diagnostics_rate", 5.0, "DiagnosticArray rate [Hz]"),
@@ -135,7 +138,8 @@ class BridgeConfig:
     command_timeout: float = 0.1
     hold_timeout: float = 1.0
     max_missed_replies: int = 5
-    motor_timeout: float = 0.2
+    motor_timeout: float = 0.1
+    unsafe_no_motor_timeout: bool = False
     limit_mismatch: str = "error"
     startup_limit_margin: float = 0.05
     diagnostics_rate: float = 5.0
@@ -165,6 +169,10 @@ class BridgeConfig:
             raise ConfigError(f"max_missed_replies must be >= 1, got {self.max_missed_replies}")
         if self.limit_mismatch not in ("error", "warn"):
             raise ConfigError(f"limit_mismatch must be 'error' or 'warn', got {self.limit_mismatch!r}")
+        if self.motor_timeout == 0 and not self.unsafe_no_motor_timeout:
+            raise ConfigError("motor_timeout 0 turns off the motors' own CAN watchdog: if the host or "
+                              "the bridge dies the motors keep their last command; set "
+                              "unsafe_no_motor_timeout: true to allow it")
         if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
             raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
         if not self.diagnostics_rate > 0 or self.replay_ramp_time < 0:

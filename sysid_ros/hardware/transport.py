@@ -122,6 +122,25 @@ class Transport:
                 return count
             count += 1
 
+    @property
+    def owned(self) -> bool:
+        """Whether this transport opened its bus (and may close and re-open it)."""
+        return self._owned
+
+    def reopen(self) -> None:
+        """Close and open again a bus this transport opened (after an adapter was unplugged and
+        plugged back, or a bus-off that needs a restart); :class:`BusError` if it cannot be opened."""
+        if not self._owned:
+            raise BusError("this bus was handed in: only its owner can re-open it")
+        try:
+            self.bus.shutdown()
+        except (can.CanError, OSError) as exc:
+            log.debug("closing the failed CAN bus: %s", exc)
+        try:
+            self.bus = open_bus(self.config)
+        except (can.CanError, OSError) as exc:
+            raise self._fault(exc) from exc
+
     def close(self) -> None:
         if self._owned:
             try:

@@ -9,6 +9,12 @@
   control loop thread (``rate`` Hz): latest ``motor_command`` (or the ``replay_file``) → clamped
   MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``joint_states``;
 * deactivate / cleanup / shutdown / errors / SIGINT / exit: disable every motor and confirm.
+* a trip (motor fault, missed replies, bus error, command watchdog, an exception in the loop):
+  the motors are disabled in the same cycle (disable frames re-sent until every motor confirms;
+  until then the log and diagnostics say they may be enabled) and the node goes to ``inactive``
+  (no more joint states). The fault stays latched: ``activate`` fails until ``~/clear_fault``
+  (``std_srvs/Trigger``, inactive only) has sent clear-error to the motors and every one reports
+  a state without fault.
 
 Topics (relative names: remap them in a launch file or with ``--ros-args -r``):
 
@@ -22,6 +28,7 @@ Topics (relative names: remap them in a launch file or with ``--ros-args -r``):
   code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
   overruns; the trip reason after a fault;
 * ``~/replay_done`` (``std_msgs/Bool``, latched): when a replay finished;
+* ``~/clear_fault`` (``std_srvs/Trigger``): acknowledge a trip (see above);
 * ``sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched), with the emulator only: the
   emulated robot's true parameters.
 
@@ -46,6 +53,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.hardware.bridge import Bridge, BridgeStatus, JointSample
@@ -99,6 +107,9 @@ class DamiaoBridgeNode(LifecycleNode):
         self._names: list[str] = []
         self._lock = threading.Lock()
         self._log = _RosLog(self.get_logger(), self.context)
+        # a trip is seen in the loop thread; the lifecycle transition runs in the executor
+        self._trip_guard = self.create_guard_condition(self._leave_active_after_trip)
+        self.create_service(Trigger, "~/clear_fault", self._on_clear_fault)
         if parameter_value(self, "autostart"):
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
@@ -242,7 +253,32 @@ class DamiaoBridgeNode(LifecycleNode):
                 raise
 
     def _on_trip(self, trip: Trip) -> None:
+        """In the loop thread: hand the trip to the executor (lifecycle transitions run there)."""
+        self._trip_guard.trigger()
+
+    def _leave_active_after_trip(self) -> None:
+        """A trip moves the node out of ``active`` (the bridge has disabled the motors; it keeps
+        re-sending disable frames until every motor confirms)."""
         self._publish_diagnostics()
+        if self._state_machine.current_state[1] == "active":
+            self.get_logger().error("tripped: deactivating (activate needs ~/clear_fault first)")
+            self.trigger_deactivate()
+
+    def _on_clear_fault(self, _request, response):
+        bridge = self.bridge
+        state = self._state_machine.current_state[1]
+        if bridge is None or state != "inactive":
+            response.success = False
+            response.message = f"clear_fault needs the node configured and inactive, it is {state}"
+            return response
+        try:
+            states = bridge.clear_fault()
+        except SysIdError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        self._publish_diagnostics()
+        response.success, response.message = True, f"fault cleared: {states}"
+        return response
 
     def _on_replay_done(self) -> None:
         self._done_pub.publish(Bool(data=True))
@@ -287,9 +323,12 @@ def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
     values.update({k: str(v) for k, v in status.counters.items()})
     if status.replay:
         values["replay"] = status.replay
+    values["disabled_confirmed"] = str(status.disabled)
     if status.trip is not None:
         values["trip"] = str(status.trip)
-        level, message = DiagnosticStatus.ERROR, f"ALL MOTORS DISABLED: {status.trip}"
+        level = DiagnosticStatus.ERROR
+        message = (f"ALL MOTORS DISABLED: {status.trip}" if status.disabled
+                   else f"MOTORS MAY BE ENABLED (disable not confirmed): {status.trip}")
     else:
         level, message = DiagnosticStatus.OK, f"{status.phase}, {status.mode}"
     out.append(DiagnosticStatus(level=level, name=f"{node}: control loop", hardware_id="", message=message,

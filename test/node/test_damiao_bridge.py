@@ -14,6 +14,7 @@ from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 
 from sysid_ros.hardware.bridge_config import load_parameters  # noqa: E402
 from sysid_ros.hardware.codec import MotorState  # noqa: E402
@@ -60,14 +61,21 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
         assert ros.status("damiao_bridge: joint1").level == DiagnosticStatus.OK
         assert emulator.wait_for(lambda: [m.state for m in emulator.motors] == [MotorState.DISABLED] * 4
                                  + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED], WAIT)
-        # still alive: the disabled motors are polled, joint states keep coming
+        # the trip moves the node out of active: no more joint states while no motor is enabled
+        assert wait_until(lambda: ros.call(get_state, GetState.Request()).current_state.label == "inactive")
         count = len(ros.states)
-        assert wait_until(lambda: len(ros.states) > count + 3)
-        assert ros.call(get_state, GetState.Request()).current_state.label == "active"
-        # recover: cool down, deactivate, activate (clear-error, enable)
+        activate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_ACTIVATE))
+        assert not ros.call(change, activate).success  # the fault is latched
+        assert len(ros.states) == count
+        assert [m.state for m in emulator.motors][:4] == [MotorState.DISABLED] * 4
+        # acknowledge: refused while joint5 is still hot, then cleared once it has cooled down
+        clear = ros.node.create_client(Trigger, "/damiao_bridge/clear_fault")
+        reply = ros.call(clear, Trigger.Request())
+        assert not reply.success and "joint5 0xB MOSFET over-temperature" in reply.message, reply.message
         emulator.cool_down("joint5")
-        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_ACTIVATE):
-            assert ros.call(change, ChangeState.Request(transition=Transition(id=transition))).success
+        reply = ros.call(clear, Trigger.Request())
+        assert reply.success and "joint5 0x0" in reply.message, reply.message
+        assert ros.call(change, activate).success
         assert emulator.wait_for(lambda: all(m.state == MotorState.ENABLED for m in emulator.motors), WAIT)
         assert wait_until(lambda: ros.status("damiao_bridge: control loop").level == DiagnosticStatus.OK)
         deactivate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE))

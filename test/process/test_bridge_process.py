@@ -162,7 +162,8 @@ from sysid_ros.hardware.bridge import Bridge
 from sysid_ros.hardware.bridge_config import load_bridge_config
 from sysid_ros.hardware.emulator import MotorEmulator
 config = load_bridge_config(sys.argv[1], interface="virtual", channel="atexit", rate=250.0,
-                            max_missed_replies=50, motor_timeout=0.0)
+                            max_missed_replies=50, motor_timeout=0.0,
+                            unsafe_no_motor_timeout=True)
 emulator = MotorEmulator(config.joints, channel="atexit", interface="virtual", clock="lockstep",
                          lockstep_period=config.period).start()
 # registered first, so it runs after the bridge's own exit handler (atexit is last-in, first-out)
