@@ -115,7 +115,8 @@ def main() -> int:
 
     config = load_bridge_config(ROOT / "config" / "yam_damiao.yaml", rate=args.rate,
                                 max_missed_replies=1_000_000, command_timeout=5.0,
-                                motor_timeout=0.0)  # a host stall must not end the measurement
+                                # a host stall must not end the measurement
+                                motor_timeout=0.0, unsafe_no_motor_timeout=True)
     # the emulated bus the node builds with use_emulator (its bridge's time base stays the wall clock)
     emulated = EmulatedBus(config.joints, period=config.period,
                            options=EmulatorOptions(clock=args.clock, initial_pose="home"))

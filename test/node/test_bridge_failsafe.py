@@ -9,6 +9,7 @@ nothing."""
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import pytest
@@ -248,4 +249,45 @@ def test_startup_outside_the_limits_is_refused_without_enabling(rig_factory):
     with pytest.raises(StartupPoseError, match=r"joint1: at -[23]\.\d+ rad, outside its limits"):
         rig.bridge.activate()
     assert not any(is_special(f, Special.ENABLE) for f in rig.monitor.frames)
+    assert rig.states() == [MotorState.DISABLED] * N_JOINTS
+
+
+@pytest.mark.parametrize("outage", [0.05, 0.2, 2.0])
+def test_a_bus_outage_mid_motion_ends_with_every_motor_disabled_once_the_bus_is_back(
+        rig_factory, outage, caplog):
+    """The bus refuses every frame (ENOBUFS, as an unplugged adapter or a bus-off gives) for
+    ``outage`` seconds while the arm moves. The motors' own timeout is long (5 s), so only the
+    bridge can stop them: while the bus is down the bridge never says "disabled" (it says the
+    motors may be enabled); once the bus is back the first frames it sends are the disable frames
+    to every motor (no command frame ever again) and the motors end disabled, confirmed."""
+    rig = rig_factory(command_timeout=30.0, motor_timeout=5.0)
+    rig.bridge.configure()
+    rig.bridge.activate()
+    rig.run_cycles(5)
+    home = next(s.position for s in reversed(rig.samples) if np.all(np.isfinite(s.position)))
+    target = home + np.array([0.3, 0.0, 0.0, 0.3, 0.0, 0.0])
+    rig.bridge.submit_command(list(rig.config.names), target.tolist(), kp=[20.0] * 6, kd=[2.0] * 6)
+    assert wait_until(lambda: abs(rig.samples[-1].position[0] - home[0]) > 0.02)  # moving
+    messages = lambda: [r.getMessage() for r in caplog.records]  # noqa: E731
+    with caplog.at_level(logging.INFO):
+        rig.emulator.inject_bus_off()
+        assert wait_until(lambda: any(m.startswith("MOTORS MAY BE ENABLED") for m in messages()))
+        assert rig.bridge.trip.kind == TripKind.BUS_ERROR
+        time.sleep(outage)  # the fault's duration (not a synchronisation)
+        said = messages()
+        assert not any("ALL MOTORS DISABLED" in m or "motors disabled" in m for m in said), said
+        assert rig.states() == [MotorState.ENABLED] * N_JOINTS  # nothing reached them
+        mark = len(rig.monitor.frames)
+        rig.emulator.clear_bus_off()
+        assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS), rig.states()
+        assert wait_until(lambda: any(m.startswith("ALL MOTORS DISABLED (confirmed after")
+                                      for m in messages()))
+    sent = [f for f in rig.monitor.snapshot()[mark:] if 1 <= f.arbitration_id <= N_JOINTS]
+    assert {f.arbitration_id for f in sent[:N_JOINTS]} == set(range(1, N_JOINTS + 1))
+    assert all(is_special(f, Special.DISABLE) for f in sent[:N_JOINTS]), sent[:N_JOINTS]
+    assert not any(is_mit(f) for f in sent)
+    assert rig.bridge.status().disabled
+    assert rig.bridge.deactivate() == []
+    with pytest.raises(BridgeError, match="a fault is latched"):
+        rig.bridge.activate()
     assert rig.states() == [MotorState.DISABLED] * N_JOINTS
