@@ -87,6 +87,7 @@ from sysid_ros.hardware.motor_frames import MotorFrames, Reading
 from sysid_ros.hardware.safety import (
     CommandError,
     CommandLimits,
+    CommandShaper,
     JointTargets,
     ParsedCommand,
     Trip,
@@ -197,6 +198,9 @@ class Bridge:
         self.n = len(joints)
         self.names = config.names
         self.limits = CommandLimits.from_joints(joints)
+        rates = (np.full(self.n, config.max_position_rate) if config.max_position_rate > 0
+                 else self.limits.velocity)
+        self.shaper = CommandShaper(rates, config.enable_ramp_time)
         self.motors = [MotorStatus(j.name, j.motor, j.can_id, j.master_id) for j in joints]
         self._by_master = {j.master_id: i for i, j in enumerate(joints)}
         self._mit_ids = [command_arbitration_id(j.can_id, CtrlMode.MIT) for j in joints]
@@ -311,6 +315,7 @@ class Bridge:
         self._replay_start = time.monotonic()
         self._epoch = time.time()
         self._rounds = 0
+        self.shaper.start(hold.position, 0.0)  # control time 0 = now
         self._thread = threading.Thread(target=self._run, name="damiao_bridge_loop", daemon=True)
         self._thread.start()
         self.log.info("active: %d motors enabled at %s rad, loop at %.0f Hz%s", self.n,
@@ -750,6 +755,7 @@ class Bridge:
                             f"no MotorCommand for {self.watchdog.silence(start):.2f} s (command_timeout "
                             f"{cfg.command_timeout} s + hold_timeout {cfg.hold_timeout} s)"))
             return
+        targets = self.shaper.shape(targets, self._control_time(start), self.config.period)
         frames, clamped = self.frames.encode(targets)
         if clamped:
             with self._lock:

@@ -53,6 +53,10 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                            "that hears nothing for this long stops itself (host or bridge killed)"),
     ("unsafe_no_motor_timeout", False, "allow motor_timeout 0 (no motor watchdog: after a kill -9 of "
                                        "the bridge the motors keep their last command)"),
+    ("max_position_rate", 0.0, "[rad/s] position targets move at most this fast toward the commanded "
+                               "ones (a jump becomes a ramp); 0 = each joint's velocity limit"),
+    ("enable_ramp_time", 0.5, "[s] after enable, velocity and feed-forward torque targets rise "
+                              "linearly from 0 over this time (0 = at once)"),
     ("limit_mismatch", "error", "PMAX/VMAX/TMAX registers unlike the model table: 'error' or 'warn'"),
     ("startup_limit_margin", 0.05, "[rad] tolerance of the start-up joint-limit check"),
     ("diagnostics_rate", 5.0, "DiagnosticArray rate [Hz]"),
@@ -140,6 +144,8 @@ class BridgeConfig:
     max_missed_replies: int = 5
     motor_timeout: float = 0.1
     unsafe_no_motor_timeout: bool = False
+    max_position_rate: float = 0.0
+    enable_ramp_time: float = 0.5
     limit_mismatch: str = "error"
     startup_limit_margin: float = 0.05
     diagnostics_rate: float = 5.0
@@ -175,6 +181,9 @@ class BridgeConfig:
                               "unsafe_no_motor_timeout: true to allow it")
         if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
             raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
+        if self.max_position_rate < 0 or self.enable_ramp_time < 0:
+            raise ConfigError(f"max_position_rate and enable_ramp_time must be >= 0, got "
+                              f"{self.max_position_rate}, {self.enable_ramp_time}")
         if not self.diagnostics_rate > 0 or self.replay_ramp_time < 0:
             raise ConfigError("diagnostics_rate must be > 0 and replay_ramp_time >= 0")
 

@@ -7,6 +7,9 @@ error is explained to a person.
   :meth:`sysid_ros.hardware.motor_frames.MotorFrames.encode`'s).
 * :func:`parse_command`: a ``MotorCommand`` (by joint name) → new joint targets; NaN/inf or
   inconsistent array lengths refuse the whole message; unknown joint names are counted.
+* :class:`CommandShaper`: per control cycle, position targets move toward the commanded ones
+  at most ``position_rate`` [rad/s] (a jump becomes a ramp), and for ``ramp_time`` [s] after
+  enable the velocity and feed-forward torque targets rise linearly from 0.
 * :class:`Watchdog`: no command for ``command_timeout`` → hold the measured position with the
   default gains (damping), no fresh command for ``hold_timeout`` more → disable.
 * :class:`Trip`: why everything was disabled (which motor, which reason) — one per incident.
@@ -29,6 +32,7 @@ from sysid_ros.hardware.bridge_config import JointConfig
 __all__ = [
     "CommandError",
     "CommandLimits",
+    "CommandShaper",
     "JointTargets",
     "Trip",
     "TripKind",
@@ -134,6 +138,44 @@ def parse_command(names: Sequence[str], position: Sequence[float], velocity: Seq
         out.kp[i] = kp[k] if len(kp) else limits.kp_default[i]
         out.kd[i] = kd[k] if len(kd) else limits.kd_default[i]
     return ParsedCommand(out, unknown)
+
+
+class CommandShaper:
+    """What the bridge sends each cycle, shaped on top of the clamps: the position target moves
+    toward the commanded one by at most ``position_rate × period`` per cycle (per joint,
+    ``(n,)`` [rad/s]), so a jump in the commands (a bad publisher, a stale command after a
+    pause) reaches the motors as a ramp; during the first ``ramp_time`` [s] after enable the
+    velocity [rad/s] and feed-forward torque [N·m] targets are scaled by ``t / ramp_time``
+    (0 → 1), so nothing is kicked at enable. Gains pass unchanged."""
+
+    def __init__(self, position_rate: np.ndarray, ramp_time: float) -> None:
+        rate = np.asarray(position_rate, dtype=float)
+        if not np.all(rate > 0) or not ramp_time >= 0:
+            raise SysIdError(f"position rates must be > 0 rad/s and ramp_time >= 0 s, got {rate}, "
+                             f"{ramp_time}")
+        self.position_rate = rate
+        self.ramp_time = float(ramp_time)
+        self._last: np.ndarray | None = None
+        self._t0 = 0.0
+
+    def start(self, position: np.ndarray, t: float) -> None:
+        """Enable at time ``t`` [s] with the motors at ``position`` (n,) [rad]."""
+        self._last = np.asarray(position, dtype=float).copy()
+        self._t0 = float(t)
+
+    def shape(self, targets: JointTargets, t: float, period: float) -> JointTargets:
+        """The targets to send in the cycle at ``t`` [s] (cycles ``period`` [s] apart)."""
+        if self._last is None:
+            self.start(targets.position, t)
+        step = self.position_rate * period
+        position = np.clip(targets.position, self._last - step, self._last + step)
+        self._last = position
+        if self.ramp_time > 0:
+            k = min(max((t - self._t0) / self.ramp_time, 0.0), 1.0)
+            velocity, effort = targets.velocity * k, targets.effort * k
+        else:
+            velocity, effort = targets.velocity, targets.effort
+        return JointTargets(position, velocity, effort, targets.kp, targets.kd)
 
 
 class WatchdogMode(Enum):

@@ -36,7 +36,8 @@ rig_factory = pytest.fixture(rigs, name="rig_factory")
 
 def test_tracking_and_clamped_frames(rig_factory):
     # single commands, not a stream: no watchdog here; the hardware's wall-clock time base
-    rig = rig_factory(command_timeout=30.0, clock="realtime")
+    # the clamps alone: no slew limit, no ramp after enable (tested below)
+    rig = rig_factory(command_timeout=30.0, clock="realtime", max_position_rate=1e6, enable_ramp_time=0.0)
     cfg = rig.config
     rig.bridge.configure()
     rig.bridge.activate()
@@ -44,9 +45,13 @@ def test_tracking_and_clamped_frames(rig_factory):
     rig.run_cycles(10)
     # the feedback is the emulated shafts' state (16-bit counts); on the wall-clock time base a
     # loaded machine can make a cycle's replies late (NaN for those joints): the last full cycle
-    assert wait_until(lambda: np.all(np.isfinite(rig.samples[-1].position))), rig.samples[-1]
-    home = next(s.position for s in reversed(rig.samples) if np.all(np.isfinite(s.position))).copy()
-    np.testing.assert_allclose(home, rig.emulator.joint_positions(), atol=0.01)
+    def last_full() -> np.ndarray:
+        return next(s.position for s in reversed(rig.samples) if np.all(np.isfinite(s.position))).copy()
+
+    assert wait_until(lambda: np.all(np.isfinite(rig.samples[-1].position))
+                      and np.allclose(last_full(), rig.emulator.joint_positions(), atol=0.01)), \
+        (rig.samples[-1], rig.emulator.joint_positions())
+    home = last_full()
     # a step on joint1 is tracked (measured by the emulator's physics and by the feedback)
     target = home.copy()
     target[0] += 0.2
@@ -291,3 +296,42 @@ def test_a_bus_outage_mid_motion_ends_with_every_motor_disabled_once_the_bus_is_
     with pytest.raises(BridgeError, match="a fault is latched"):
         rig.bridge.activate()
     assert rig.states() == [MotorState.DISABLED] * N_JOINTS
+
+
+def test_position_jumps_are_slew_limited_and_feed_forward_ramps_in_after_enable(rig_factory):
+    """A command that jumps joint4 by 1 rad and asks for velocity and feed-forward torque at once:
+    on the bus the position target moves at most ``max_position_rate × period`` per MIT round,
+    and the velocity and torque targets rise from 0 over ``enable_ramp_time`` after enable."""
+    rate, ramp = 2.0, 0.4  # [rad/s], [s]
+    rig = rig_factory(command_timeout=30.0, max_position_rate=rate, enable_ramp_time=ramp)
+    cfg = rig.config
+    rig.bridge.configure()
+    mark = len(rig.monitor.frames)
+    rig.bridge.activate()
+    rig.run_cycles(2)
+    home = next(s.position for s in reversed(rig.samples) if np.all(np.isfinite(s.position)))
+    target = home.copy()
+    target[3] += 1.0
+    rig.bridge.submit_command(list(cfg.names), target.tolist(), velocity=[0.5] * 6, effort=[0.4] * 6,
+                              kp=[20.0] * 6, kd=[1.0] * 6)
+    step = rate / cfg.rate
+    # lockstep: one MIT round per period; the ramp takes 0.5 s / step rounds to cover 1 rad
+    assert wait_until(lambda: sum(is_mit(f) and f.arbitration_id == 4 for f in rig.monitor.frames[mark:])
+                      >= 1.0 / step + 0.5 * ramp * cfg.rate + 10)
+    joint4 = [decode_mit(f.data, DM4310) for f in rig.monitor.snapshot()[mark:]
+              if is_mit(f) and f.arbitration_id == 4]
+    position = np.array([m.position for m in joint4])
+    half_count_p = 25.0 / 65535
+    assert np.max(np.abs(np.diff(position))) <= step + 2 * half_count_p
+    assert position[-1] == pytest.approx(target[3], abs=2 * half_count_p)  # it gets there
+    torque = np.array([m.torque for m in joint4])
+    velocity = np.array([m.velocity for m in joint4])
+    count_t, count_v = 20.0 / 4095, 60.0 / 4095  # one count of the DM4310's MIT torque, speed
+    first = int(np.argmax(np.abs(torque) > count_t))  # the first round after the command
+    rounds_in_ramp = int(ramp * cfg.rate)
+    assert 0 < first < rounds_in_ramp // 2 and np.all(np.abs(torque[:first]) <= count_t)
+    # (t - t0) / ramp_time: the k-th MIT round since enable is at control time k × period
+    expected = 0.4 * np.clip(np.arange(len(torque)) / cfg.rate / ramp, 0, 1)
+    assert np.allclose(torque[first:], expected[first:], atol=count_t)
+    assert torque[first] < 0.4 * 0.5  # well below the command while the ramp runs
+    assert velocity[rounds_in_ramp + 5] == pytest.approx(0.5, abs=count_v)
