@@ -85,8 +85,10 @@ def generate_launch_description() -> LaunchDescription:
     nodes = [
         OpaqueFunction(function=bridge),
         Node(executable="trajectory_publisher", name="trajectory_publisher",
+             # one command per bridge cycle: a command rate unlike the bridge's decimates the
+             # joint-state stream unevenly (uneven command stamps in the bag)
              parameters=[arg("trajectory_config"), model,
-                         {"excitation_time": arg("excitation_time"),
+                         {"excitation_time": arg("excitation_time"), "rate": arg("rate"),
                           "coefficients_file": arg("coefficients_file")}],
              condition=IfCondition(arg("trajectory")), **common),
         # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way

@@ -68,8 +68,10 @@ from sysid_ros.nodes.parameters import declare_config_parameters, parameter_valu
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-#: reliable keep-last publisher: serves best-effort (sensor-data) and reliable subscribers alike
-STATES = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: reliable keep-last publisher: serves best-effort (sensor-data) and reliable subscribers alike;
+#: 2,000 states (about 3 s at 700 Hz) of history so that a reliable reader that lags (an estimator
+#: or recorder on a loaded host) loses nothing, while the control loop never blocks on a reader
+STATES = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
 SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
 #: ``use_emulator`` and the ``emulator.*`` group (:data:`.emulated_bus.EMULATOR_PARAMETERS`)
