@@ -91,9 +91,8 @@ def test_bad_bags_are_named(tmp_path, dataset):
     path = _write_states(tmp_path / "b1", names, good)
     with pytest.raises(DataError, match=r"no topic '/states'; the bag has \['/joint_states'\]"):
         read_bag(path, joint_states_topic="/states")
-    nan = list(good)
-    nan[7] = (nan[7][0], np.array([0.1, np.nan]))
-    with pytest.raises(DataError, match=r"q of joint 'joint2' is nan at sample 7"):
+    nan = [(ns, np.array([0.1, np.nan])) for ns, _ in good]
+    with pytest.raises(DataError, match=r"every one of the 20 samples has a non-finite position"):
         read_bag(_write_states(tmp_path / "b2", names, nan))
     stamps = [ns for ns, _ in good]
     stamps[5] = stamps[3]  # a stale header stamp, logged in order
@@ -241,3 +240,17 @@ def test_a_killed_recording_is_recovered_from_its_flushed_chunks(tmp_path, cut):
     assert custom["sysid_ros.gaps./joint_states"] == "5"
     assert custom["sysid_ros.lost./joint_states"] == "3"
     assert not folder.exists()
+
+
+def test_missed_motor_replies_are_skipped_and_leave_gaps(tmp_path, caplog):
+    """The Damiao bridge publishes NaN for a motor that missed its reply: those samples are
+    skipped (counted in a warning) and the data is split there instead of being refused."""
+    names = ["joint1", "joint2"]
+    rows = [(1_000_000_000 + k * 2_000_000, np.array([0.01 * k, -0.01 * k])) for k in range(50)]
+    for k in (7, 30, 31):
+        rows[k] = (rows[k][0], np.array([0.01 * k, np.nan]))
+    with caplog.at_level("WARNING"):
+        ds = read_bag(_write_states(tmp_path / "missed", names, rows))
+    assert len(ds) == 47 and np.all(np.isfinite(ds.q))
+    assert "3 of 50 samples skipped (non-finite position or torque: missed motor replies)" in caplog.text
+    assert [(g.index, g.missing) for g in ds.gaps()] == [(7, 1), (29, 2)]

@@ -221,8 +221,10 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     """Read joint states (and commands when recorded) from a bag directory (MCAP or sqlite3).
 
     Raises :class:`DataError` for a missing or unreadable bag, a missing topic (listing the
-    topics present), inconsistent joint names, non-increasing times or non-finite values. Gaps are not errors:
-    :meth:`Dataset.gaps` names them and the batch methods split the data there.
+    topics present), inconsistent joint names or non-increasing times. Gaps are not errors:
+    :meth:`Dataset.gaps` names them and the batch methods split the data there. Samples with a
+    non-finite position or torque (a motor that missed its reply in that cycle) are skipped with
+    a warning saying how many: they become gaps too.
     """
     path = Path(path)
     if not path.exists():
@@ -258,7 +260,16 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
         truth = truth_from_estimate(truth_estimate.names, truth_estimate.values)
     ds = Dataset(states["t"], states["names"], states["q"], states["dq"], states["tau"],
                  source=str(path), command=command, truth=truth)
-    return ds.validate(topic=f"{path}:{joint_states_topic}")
+    where = f"{path}:{joint_states_topic}"
+    measured, skipped = ds.without_unmeasured()
+    if skipped:
+        if len(measured) == 0:
+            raise DataError(f"{where}: every one of the {skipped} samples has a non-finite position or "
+                            "torque")
+        logging.getLogger(__name__).warning(
+            "%s: %d of %d samples skipped (non-finite position or torque: missed motor replies); "
+            "they leave gaps where the data is split", where, skipped, len(ds))
+    return measured.validate(topic=where)
 
 
 def truth_from_estimate(names: Sequence[str], values: Sequence[float]) -> dict[str, Any]:

@@ -137,6 +137,19 @@ class Dataset:
 
         return split(self, min_length=min_length, stationary=stationary).datasets()
 
+    def without_unmeasured(self) -> tuple[Dataset, int]:
+        """The dataset without the samples whose q or τ is not finite (a motor that did not reply
+        in that cycle: the Damiao bridge publishes NaN then), and how many were removed. Removed
+        samples leave gaps (:meth:`gaps`), where the batch methods split the data."""
+        ok = np.all(np.isfinite(self.q), axis=1) & np.all(np.isfinite(self.tau), axis=1)
+        if ok.all():
+            return self, 0
+        n = len(self.t)
+        meta = {k: v[ok] if isinstance(v, np.ndarray) and v.ndim and len(v) == n else v
+                for k, v in self.meta.items()}
+        return replace(self, t=self.t[ok], q=self.q[ok], dq=self.dq[ok], tau=self.tau[ok], meta=meta), \
+            int(n - ok.sum())
+
     def validate(self, *, topic: str = "") -> Dataset:
         """Check increasing times, finite q and τ; raise :class:`DataError` naming the topic and
         the first bad sample. Returns ``self``. Gaps are allowed: the batch methods split the
