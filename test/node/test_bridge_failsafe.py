@@ -11,8 +11,11 @@ from __future__ import annotations
 import logging
 import time
 
+import can
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oracles.damiao_rig import (
     DM4310,
     DM4340,
@@ -335,3 +338,61 @@ def test_position_jumps_are_slew_limited_and_feed_forward_ramps_in_after_enable(
     assert np.allclose(torque[first:], expected[first:], atol=count_t)
     assert torque[first] < 0.4 * 0.5  # well below the command while the ramp runs
     assert velocity[rounds_in_ramp + 5] == pytest.approx(0.5, abs=count_v)
+
+
+#: ids the emulated motors act on (MIT/special frames to 1..6, register requests on 0x7FF): random
+#: frames there would be another controller commanding the motors, not noise to be tolerated
+_MOTOR_INPUT_IDS = {*range(1, N_JOINTS + 1), REGISTER_ID}
+_REPLY_IDS = {0x10 + k for k in range(1, N_JOINTS + 1)}
+_noise_frame = st.one_of(
+    st.tuples(st.integers(0, 0x7FF).filter(lambda i: i not in _MOTOR_INPUT_IDS | _REPLY_IDS),
+              st.binary(min_size=0, max_size=8)),
+    # a motor's reply id with a frame of the wrong length (not a feedback frame)
+    st.tuples(st.sampled_from(sorted(_REPLY_IDS)), st.binary(min_size=0, max_size=7)))
+_command = st.lists(st.floats(-20.0, 20.0), min_size=3 * N_JOINTS, max_size=3 * N_JOINTS)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(noise=st.lists(_noise_frame, min_size=50, max_size=300), commands=st.lists(_command, min_size=3,
+                                                                               max_size=6))
+def test_random_frames_during_motion_never_crash_trip_or_unclamp_the_bridge(rig_factory, noise, commands):
+    """Random frames from another node (unknown ids, any length and payload; malformed frames on
+    the motors' reply ids) while random, partly out-of-range commands drive the arm: the loop
+    keeps running, nothing trips (none of these frames is a fault by the protocol), the frames
+    are counted, and every MIT frame on the bus stays inside the joint's limits."""
+    rig = rig_factory(command_timeout=30.0, enable_ramp_time=0.0)
+    cfg = rig.config
+    rig.bridge.configure()
+    rig.bridge.activate()
+    rig.run_cycles(3)
+    mark = len(rig.monitor.frames)
+    intruder = can.Bus(interface="virtual", channel=rig.emulated.channel)
+    try:
+        chunk = max(1, len(noise) // len(commands))
+        for k, values in enumerate(commands):
+            q, dq, tau = (values[j * N_JOINTS:(j + 1) * N_JOINTS] for j in range(3))
+            rig.bridge.submit_command(list(cfg.names), q, velocity=dq, effort=tau)
+            for arbitration_id, data in noise[k * chunk:(k + 1) * chunk]:
+                intruder.send(can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False))
+            rig.run_cycles(2)
+        for arbitration_id, data in noise[len(commands) * chunk:]:
+            intruder.send(can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=False))
+        rig.run_cycles(5)
+    finally:
+        intruder.shutdown()
+    assert rig.bridge.trip is None, rig.bridge.trip
+    status = rig.bridge.status()
+    assert status.phase == "active"
+    seen = status.counters["unknown_frames"] + sum(m.bad_frames for m in status.motors)
+    assert seen > 0
+    limits = rig.bridge.limits
+    models = {1: DM4340, 2: DM4340, 3: DM4340, 4: DM4310, 5: DM4310, 6: DM4310}
+    for f in rig.monitor.snapshot()[mark:]:
+        if not is_mit(f):
+            continue
+        j = f.arbitration_id - 1
+        m = decode_mit(f.data, models[f.arbitration_id])
+        half_p = models[f.arbitration_id].pmax / 65535 + 1e-9  # one count of 16 bits over ±PMAX
+        assert limits.lower[j] - half_p <= m.position <= limits.upper[j] + half_p, (j, m)
+        assert abs(m.velocity) <= limits.velocity[j] + 2 * models[f.arbitration_id].vmax / 4095, (j, m)
+        assert abs(m.torque) <= limits.torque[j] + 2 * models[f.arbitration_id].tmax / 4095, (j, m)
