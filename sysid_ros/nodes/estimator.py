@@ -63,11 +63,11 @@ from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
+from sysid_ros.nodes.qos import PROGRESS
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-PROGRESS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: the session's options, named, defaulted and described as in the core (and the CLI)
 SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[name])
                            for name in OnlineOptions.names())

@@ -53,6 +53,7 @@ from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
+from sysid_ros.nodes.qos import PROGRESS
 from sysid_ros.resources import default_robot_path
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -60,7 +61,6 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 # deep enough that a reliable subscriber that falls behind for a few seconds loses nothing
 STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
 #: progress topics of the consumers a lockstep simulation waits for
-PROGRESS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
 PARAMETERS = (

@@ -47,6 +47,7 @@ from sysid_ros.core.data.bag import BagRecording, StampGaps, header_stamp_ns
 from sysid_ros.core.errors import DataError
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
+from sysid_ros.nodes.qos import PROGRESS
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
@@ -60,8 +61,6 @@ PARAMETERS = (
     ("progress_topic", "/joint_states", "stamped topic whose recorded data time ~/progress publishes"),
     ("progress_period", 0.01, "~/progress: publish when the data time advanced this much [s]"),
 )
-PROGRESS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                          durability=DurabilityPolicy.VOLATILE)
 _END = object()  # ends the writer thread once the queue before it is written
 
 
@@ -128,7 +127,7 @@ class RecorderNode(Node):
         self._recorded: dict[str, object] = {}
         self._stats: dict[str, TopicStats] = {}
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._progress = self.create_publisher(Time, "~/progress", PROGRESS_QOS)
+        self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
         self.bag = BagRecording(Path(output).expanduser(), storage=storage)
         try:  # declared topics: subscribed now, so nothing published from the start is missed
             latched = set(self._get("latched_topics"))

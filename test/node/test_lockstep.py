@@ -19,6 +19,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.nodes.qos import PROGRESS as PROGRESS_QOS
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -37,7 +38,7 @@ class _Consumer:
         self.slow = slow
         self.samples: list[tuple[int, tuple, tuple, tuple]] = []
         self.enough = threading.Event()
-        self._progress = self.node.create_publisher(Time, PROGRESS, QoSProfile(depth=10))
+        self._progress = self.node.create_publisher(Time, PROGRESS, PROGRESS_QOS)
         self.node.create_subscription(JointState, "/joint_states", self._on_state,
                                       QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                                                  history=HistoryPolicy.KEEP_ALL))

@@ -30,6 +30,7 @@ from sysid_ros.core.online import OnlineOptions  # noqa: E402
 from sysid_ros.core.online.replay import replay  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset  # noqa: E402
+from sysid_ros.nodes.qos import PROGRESS  # noqa: E402
 
 pytestmark = pytest.mark.ros
 MODEL = TEST_ROBOTS / "panda.xml"
@@ -76,7 +77,7 @@ class Feeder(SpinningNode):
         self.lags: list[float] = []
         self.node.create_subscription(ParameterEstimate, "/estimator/estimate", self.estimates.append,
                                       LATCHED)
-        self.node.create_subscription(Time, "/estimator/progress", self._on_progress, 10)
+        self.node.create_subscription(Time, "/estimator/progress", self._on_progress, PROGRESS)
         self.node.create_subscription(Float64, "/estimator/lag", lambda m: self.lags.append(m.data), LATCHED)
         self.params = self.node.create_client(SetParameters, "/estimator/set_parameters")
 

@@ -25,6 +25,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.data.bag import bag_custom_data, header_stamp_ns, partial_folders, read_bag
+from sysid_ros.nodes.qos import PROGRESS
 
 pytestmark = pytest.mark.ros
 START_TIMEOUT = 60.0  # s: a node process's start on a loaded 2-core machine
@@ -94,8 +95,7 @@ class Graph(SpinningNode):
                                       else ReliabilityPolicy.BEST_EFFORT))
         self.pub = self.node.create_publisher(JointState, "/joint_states", qos)
         self.progress_ns = -1
-        self.node.create_subscription(Time, "/recorder/progress", self._on_progress,
-                                      QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.node.create_subscription(Time, "/recorder/progress", self._on_progress, PROGRESS)
         self.stop_client = self.node.create_client(Trigger, "/recorder/stop")
         self.sent = 0
 
