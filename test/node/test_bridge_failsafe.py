@@ -93,7 +93,7 @@ def test_tracking_and_clamped_frames(rig_factory):
     assert rig.states() == [MotorState.DISABLED] * N_JOINTS
 
 
-FAULTS = ("over_temperature", "comm_loss", "dropped_replies", "bus_off")
+FAULTS = ("over_temperature", "motor_reset", "comm_loss", "dropped_replies", "bus_off")
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -108,6 +108,8 @@ def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog)
     with caplog.at_level(logging.INFO):
         if fault == "over_temperature":
             emu.inject_overtemperature("joint5", "mosfet")
+        elif fault == "motor_reset":  # a motor that rebooted (power glitch) answers "disabled"
+            emu.motor("joint3").power_cycle()
         elif fault == "comm_loss":
             emu.inject_comm_loss("joint2")
         elif fault == "dropped_replies":
@@ -129,6 +131,13 @@ def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog)
             assert_disabled_right_after(frames, seen)
             assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * 4
                               + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED])
+        elif fault == "motor_reset":
+            assert trip.kind == TripKind.MOTOR_FAULT and trip.joint == "joint3"
+            assert "0x0 disabled while it should be enabled (reset or power cut?)" in trip.message
+            seen = next(k for k, f in enumerate(frames) if f.arbitration_id == 0x13
+                        and decode_feedback(f.data, DM4340).state == 0x0)
+            assert_disabled_right_after(frames, seen)
+            assert wait_until(lambda: rig.states() == [MotorState.DISABLED] * N_JOINTS)
         elif fault in ("comm_loss", "dropped_replies"):
             joint, master = ("joint2", 0x12) if fault == "comm_loss" else ("joint6", 0x16)
             assert trip.kind == TripKind.MISSED_REPLIES and trip.joint == joint
@@ -152,7 +161,7 @@ def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog)
             assert "unpowered motors" in trip.message or "termination" in trip.message
             assert emu.wait_for(lambda: all(m.state == MotorState.COMM_LOST for m in emu.motors), WAIT)
         messages = lambda: [r.getMessage() for r in caplog.records]  # noqa: E731
-        if fault != "over_temperature":
+        if fault not in ("over_temperature", "motor_reset"):
             # nothing confirms the disable: never "disabled", the disable frames go on (back-off)
             assert any(m.startswith("MOTORS MAY BE ENABLED") for m in messages())
             assert not any("ALL MOTORS DISABLED" in m for m in messages())
