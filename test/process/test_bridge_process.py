@@ -260,3 +260,55 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
     batch_com = np.array([values[f"payload.h{a}"] for a in "xyz"]) / batch_mass
     assert batch_mass == pytest.approx(mass, rel=0.02), cli.stdout
     np.testing.assert_allclose(batch_com, com, atol=0.005)
+
+
+class _Adapter:
+    """``test/oracles/usb2can_adapter.py`` as a process: a DM-USBCU1 adapter on a pseudo-terminal
+    with emulated motors behind it (they outlive a killed bridge)."""
+
+    def __init__(self) -> None:
+        script = ROOT / "test" / "oracles" / "usb2can_adapter.py"
+        self.proc = subprocess.Popen([sys.executable, str(script), str(CONFIG)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("tty "), line + self.proc.stdout.read()
+        self.tty = line.split()[1]
+
+    def states(self) -> tuple[list[int], list[int]]:
+        """Each motor's state code and TIMEOUT register (50 us units)."""
+        self.proc.stdin.write("states\n")
+        self.proc.stdin.flush()
+        words = self.proc.stdout.readline().split()
+        n = (len(words) - 1) // 2
+        return [int(w, 16) for w in words[1:1 + n]], [int(w) for w in words[1 + n:]]
+
+    def close(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+        out, _ = self.proc.communicate(timeout=20)
+        return out
+
+
+@pytest.mark.ros
+def test_kill_9_of_the_bridge_mid_motion_the_motors_stop_themselves(bridge_process, excitation_file):
+    """The bridge on a USB-to-CAN adapter (its serial protocol over a real pseudo-terminal, the
+    motors in another process) replays an excitation; ``kill -9`` of the bridge process leaves
+    nobody to disable them: the motors' own CAN TIMEOUT, written by the bridge's handshake from
+    ``motor_timeout`` (default 0.1 s), stops every one of them (state 0xD, communication lost)."""
+    adapter = _Adapter()
+    try:
+        bridge = bridge_process("interface:=damiao_usb", f"channel:={adapter.tty}", "rate:=200.0",
+                                "use_emulator:=false", "max_missed_replies:=50",
+                                f"replay_file:={excitation_file}", "replay_ramp_time:=0.5")
+        assert wait_until(lambda: adapter.states()[0] == [1] * 6, 60.0), adapter.states()
+        _, timeouts = adapter.states()
+        assert timeouts == [round(0.1 / 50e-6)] * 6  # motor_timeout's default, written and read back
+        time.sleep(1.0)  # the replay moves the arm (the stimulus' duration, not a synchronisation)
+        assert bridge.poll() is None
+        bridge.kill()  # SIGKILL: no disable frame, no atexit
+        bridge.wait(timeout=20)
+        assert wait_until(lambda: adapter.states()[0] == [0xD] * 6, 10.0), adapter.states()
+    finally:
+        out = adapter.close()
+    assert "Traceback" not in out, out
