@@ -189,7 +189,8 @@ def _identify(args: argparse.Namespace) -> int:
     target = payload_target(model, args.payload_only) if args.payload_only else arm_target(model)
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
                              velocity=args.velocity, min_segment=args.min_segment,
-                             stationary_cut=args.stationary_cut)
+                             stationary_cut=args.stationary_cut, resample=args.resample,
+                             bridge_gaps=args.bridge_gaps)
     options = IdentifyOptions(method=args.method, preprocessing=settings,
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
@@ -353,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
     p.add_argument("--min-segment", type=float, default=2.0, metavar="S",
                    help="data between gaps shorter than this is not used [s] (default: 2)")
+    p.add_argument("--resample", choices=("auto", "off"), default="auto",
+                   help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
+                   "on a uniform grid by spline interpolation (auto), or used as recorded (off)")
+    p.add_argument("--bridge-gaps", type=float, default=0.005, metavar="S",
+                   help="dropped-cycle gaps up to this long are interpolated over; longer ones "
+                   "split the data into segments [s] (default: 0.005)")
     p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
                    help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
                    "methods cut them at each segment's start and end, the online ones skip them)")

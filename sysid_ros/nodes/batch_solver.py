@@ -68,6 +68,8 @@ class BatchSolverNode(Node):
             ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
             ("max_samples", 2000, "samples kept for the dual-metric SDP"),
             ("min_segment", 2.0, "data between gaps shorter than this is not used [s]"),
+            ("resample", "auto", "irregular sampling put on a uniform grid (auto) or used as recorded (off)"),
+            ("bridge_gaps", 0.005, "dropped-cycle gaps up to this long are interpolated over [s]"),
             ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
                                      "slower than 0.01 rad/s)"),
             ("plots", True, "write PNG plots with each result"),
@@ -161,7 +163,9 @@ class BatchSolverNode(Node):
                   else arm_target(model))
         settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
                                  min_segment=float(self._get("min_segment")),
-                                 stationary_cut=bool(self._get("stationary_cut")))
+                                 stationary_cut=bool(self._get("stationary_cut")),
+                                 resample=str(self._get("resample")),
+                                 bridge_gaps=float(self._get("bridge_gaps")))
         options = IdentifyOptions(method=method, preprocessing=settings,
                                   regularization=float(request.regularization_weight),
                                   max_samples=int(self._get("max_samples")),

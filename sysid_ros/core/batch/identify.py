@@ -39,6 +39,7 @@ from sysid_ros.core.data.preprocessing import (
     segment,
 )
 from sysid_ros.core.data.segments import Segmentation
+from sysid_ros.core.data.timebase import TimebaseReport, regularise
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.robot import inertial_from_body_params
@@ -118,6 +119,7 @@ class Prepared:
     x: np.ndarray
     y: np.ndarray
     mask: np.ndarray
+    timebase: TimebaseReport | None = None
 
     @property
     def fs(self) -> float:
@@ -138,7 +140,12 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
     Every gap and dropped segment is a warning of this module's logger and, when given, a line to
     ``progress``; so is the summary (segments, samples used, stationary samples cut) at info level.
     """
-    ds = dataset.for_model(target.model)
+    ds, timebase = regularise(dataset.for_model(target.model), max_bridge=settings.bridge_gaps,
+                              jitter_tolerance=settings.jitter_tolerance,
+                              resample=settings.resample == "auto")
+    log.info("%s", timebase.describe())
+    if progress is not None:
+        progress(timebase.describe())
     split = segment(ds, settings)
     for line in split.warnings():
         log.warning("%s", line)
@@ -161,7 +168,7 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
     t, x, y, q, dq, ddq = (np.concatenate(a, axis=0) for a in zip(*stacks, strict=True))
     # a payload target's known arm keeps its friction on the output side: every row is valid
     mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
-    return Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask)
+    return Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask, timebase)
 
 
 def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None = None
@@ -190,7 +197,10 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         f"segment{'s' if n_seg != 1 else ''}), {int(prep.mask.sum())} regression rows, "
         f"method {options.method}")
     result = _METHOD_TABLE[options.method](prep, options, say)
-    extra = result.diagnostics.extra | {"data": prep.segmentation.as_dict()}
+    data = prep.segmentation.as_dict()
+    if prep.timebase is not None:
+        data["timebase"] = prep.timebase.as_dict()
+    extra = result.diagnostics.extra | {"data": data}
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
         result = _with_parameters(result, prep.target, _consistent_from_base(prep.target, result.beta),

@@ -1,0 +1,129 @@
+"""The time base of a recording: plausible rate, uniform sampling, dropped cycles bridged.
+
+Vendor logs are rarely sampled on a clean grid: stamps jitter or alternate (10/12 ms), cycles are
+dropped (8.5 ms once in a 1 kHz log), the time column may be in milliseconds. Differentiating on
+a wrong grid biases accelerations (and everything identified from them); refusing a log for one
+dropped cycle throws good data away. :func:`regularise`:
+
+* refuses a median rate outside [:data:`MIN_RATE`, :data:`MAX_RATE`] Hz, naming the likely unit
+  mistake (a time column in ms or ns);
+* splits at steps longer than ``max_bridge`` [s] (real gaps: the batch methods use the pieces as
+  separate segments, :mod:`sysid_ros.core.data.segments`);
+* within each piece, if the steps deviate from the median by more than ``jitter_tolerance``
+  (relative) or a few cycles are missing (a step of more than 1.5 periods, up to ``max_bridge``),
+  resamples the piece onto a uniform grid at the mean period of its regular steps: positions and
+  measured velocities by a cubic spline through the samples (C² across the bridged cycles, so the
+  second differences stay smooth), torques linearly; else leaves the samples untouched.
+
+What was done is a :class:`TimebaseReport` (printed by ``sysid identify``, stored in
+result.json under ``diagnostics.extra.data.timebase``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from sysid_ros.core.data.dataset import GAP_FACTOR, Dataset
+from sysid_ros.core.errors import DataError
+
+MIN_RATE = 5.0        # [Hz] slower logs carry no dynamics (or their time is not in seconds)
+MAX_RATE = 100_000.0  # [Hz] faster "logs" have their time in ms/us/ns units read as seconds
+
+
+@dataclass(frozen=True)
+class TimebaseReport:
+    """``rate`` [Hz] (1 / median step), ``jitter`` (relative std of the regular steps),
+    ``deviation`` (largest relative deviation of a regular step from the median), ``bridged``:
+    ``(t [s], length [s])`` of each dropped-cycle gap interpolated over, ``gaps``: how many
+    longer gaps split the data, ``resampled``: whether the samples were moved onto a uniform grid
+    of ``period`` [s]."""
+
+    rate: float
+    jitter: float
+    deviation: float
+    bridged: tuple[tuple[float, float], ...]
+    gaps: int
+    resampled: bool
+    period: float
+
+    def describe(self) -> str:
+        text = (f"time base: {self.rate:.1f} Hz (median step {1e3 / self.rate:.3f} ms, jitter "
+                f"{100 * self.jitter:.1f} %, largest deviation {100 * self.deviation:.0f} %)")
+        if self.bridged:
+            text += (f"; {len(self.bridged)} dropped-cycle gap(s) up to "
+                     f"{1e3 * max(length for _, length in self.bridged):.1f} ms bridged")
+        if self.resampled:
+            text += (f"; resampled onto a uniform {1e3 * self.period:.3f} ms grid (cubic spline of q "
+                     "and measured q̇, linear τ)")
+        else:
+            text += "; uniform, used as recorded"
+        if self.gaps:
+            text += f"; {self.gaps} longer gap(s) split the data"
+        return text
+
+    def as_dict(self) -> dict:
+        return {"rate_hz": self.rate, "jitter": self.jitter, "largest_deviation": self.deviation,
+                "bridged": [{"t": t, "length_ms": 1e3 * length} for t, length in self.bridged],
+                "gaps": self.gaps, "resampled": self.resampled, "period_s": self.period}
+
+
+def check_rate(t: np.ndarray, where: str) -> float:
+    """The median rate [Hz] of stamps ``t`` [s]; :class:`DataError` if it is implausible."""
+    med = float(np.median(np.diff(t)))
+    rate = 1.0 / med
+    if rate < MIN_RATE:
+        raise DataError(f"{where}: median time step {med:g} s ({rate:.3g} Hz) is implausible for "
+                        f"identification (expected at least {MIN_RATE:g} Hz): is the time column in "
+                        "milliseconds? Times must be in seconds")
+    if rate > MAX_RATE:
+        raise DataError(f"{where}: median time step {med:g} s ({rate:.3g} Hz) is implausible "
+                        f"(expected at most {MAX_RATE:g} Hz): are the times in seconds?")
+    return rate
+
+
+def regularise(ds: Dataset, *, max_bridge: float = 0.005, jitter_tolerance: float = 0.1,
+               resample: bool = True) -> tuple[Dataset, TimebaseReport]:
+    """``ds`` on a uniform time base where it is not (see the module docstring), and what was
+    done. ``max_bridge`` [s]: longest step interpolated over (longer steps stay gaps);
+    ``jitter_tolerance``: relative step deviation accepted as uniform; ``resample`` False only
+    checks and reports."""
+    t = ds.t
+    rate = check_rate(t, ds.source)
+    dt = np.diff(t)
+    med = 1.0 / rate
+    dropped = dt > GAP_FACTOR * med
+    split_at = dropped & (dt > max_bridge)
+    bridge = dropped & ~split_at
+    regular = dt[~dropped]
+    jitter = float(np.std(regular) / np.mean(regular)) if regular.size else 0.0
+    deviation = float(np.max(np.abs(regular - med)) / med) if regular.size else 0.0
+    bridged = tuple((float(t[k]), float(dt[k])) for k in np.flatnonzero(bridge))
+    period = float(np.mean(regular)) if regular.size else med
+    needed = bool(bridge.any()) or deviation > jitter_tolerance
+    report = TimebaseReport(rate, jitter, deviation, bridged, int(split_at.sum()),
+                            resample and needed, period)
+    if not report.resampled:
+        return ds, report
+    bounds = [0, *(int(k) + 1 for k in np.flatnonzero(split_at)), len(t)]
+    pieces = [_resampled(ds, a, b, period) for a, b in itertools.pairwise(bounds)]
+    tt, q, dq, tau = (np.concatenate([p[k] for p in pieces]) for k in range(4))
+    meta = {k: v for k, v in ds.meta.items()
+            if not (isinstance(v, np.ndarray) and v.ndim and len(v) == len(t))}  # per-sample: gone
+    return replace(ds, t=tt, q=q, dq=dq, tau=tau, meta=meta), report
+
+
+def _resampled(ds: Dataset, a: int, b: int, period: float):
+    """Samples ``a:b`` on the grid ``t[a] + k·period`` up to ``t[b-1]``: ``(t, q, dq, tau)``."""
+    t = ds.t[a:b]
+    if len(t) < 4:  # too short to interpolate: left as is (the segment rules drop it anyway)
+        return t, ds.q[a:b], ds.dq[a:b], ds.tau[a:b]
+    grid = t[0] + period * np.arange(int(np.floor((t[-1] - t[0]) / period + 1e-9)) + 1)
+    q = CubicSpline(t, ds.q[a:b], axis=0)(grid)
+    dq_in = ds.dq[a:b]
+    dq = CubicSpline(t, dq_in, axis=0)(grid) if np.all(np.isfinite(dq_in)) else np.full_like(q, np.nan)
+    tau = np.column_stack([np.interp(grid, t, ds.tau[a:b, j]) for j in range(ds.tau.shape[1])])
+    return grid, q, dq, tau
