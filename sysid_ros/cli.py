@@ -222,7 +222,26 @@ def _identify(args: argparse.Namespace) -> int:
         print(summary(result, evaluation))
         for p in paths:
             print(f"wrote {p}")
-    return 0
+    return _trust(result)
+
+
+def _trust(result) -> int:
+    """0 if the estimate can be used; 3 (and why, on stderr) if the solver did not reach an
+    optimal, converged solution or the exported parameters are not physically consistent (the
+    files are written all the same, saying so)."""
+    problems = []
+    if not result.solver.optimal:
+        problems.append(f"solver {result.solver.solver} ended with status {result.solver.status}"
+                        + ("" if result.solver.converged else ", not converged"))
+    cons = result.consistency
+    if cons is not None and not cons.consistent:
+        bad = [b.body for b in cons.bodies if not b.consistent] + list(cons.negative_joint_terms)
+        problems.append(f"the exported parameters are not physically consistent ({', '.join(bad)})")
+    if not problems:
+        return 0
+    print(f"sysid identify: the {result.method} estimate is not trustworthy: {'; '.join(problems)}",
+          file=sys.stderr)
+    return 3
 
 
 def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:

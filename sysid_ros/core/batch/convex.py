@@ -130,6 +130,7 @@ class ConvexProgram:
         problem = cp.Problem(cp.Minimize(objective), self.constraints + (extra or []))
         start = time.perf_counter()
         last_error: Exception | None = None
+        inaccurate = None  # (theta, multipliers, solver, value) of an "optimal_inaccurate" answer
         for solver in _solvers():
             try:
                 with warnings.catch_warnings():
@@ -139,19 +140,34 @@ class ConvexProgram:
             except cp.error.SolverError as exc:
                 last_error = exc
                 continue
-            if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and self.theta_scaled.value is not None:
+            if self.theta_scaled.value is None:
+                continue
+            if problem.status == cp.OPTIMAL:
+                status = cp.OPTIMAL
+                theta, mult, value = self._solution(), self._multipliers(), float(problem.value)
                 break
+            if problem.status == cp.OPTIMAL_INACCURATE and inaccurate is None:
+                # kept, but the next solver is tried: an inaccurate answer may violate the constraints
+                inaccurate = (self._solution(), self._multipliers(), solver, float(problem.value))
         else:
-            raise IdentificationError(f"the convex program could not be solved (status "
-                                      f"{problem.status}, {last_error or 'no solution'}); the "
-                                      "constraints may be infeasible or the data too poor")
+            if inaccurate is None:
+                raise IdentificationError(f"the convex program could not be solved (status "
+                                          f"{problem.status}, {last_error or 'no solution'}); the "
+                                          "constraints may be infeasible or the data too poor")
+            status = cp.OPTIMAL_INACCURATE
+            theta, mult, solver, value = inaccurate
+        return ConvexSolution(theta, status, solver, time.perf_counter() - start, value, mult,
+                              self._active(theta))
+
+    def _solution(self) -> np.ndarray:
+        return self.scale * np.array(self.theta_scaled.value, dtype=float)
+
+    def _multipliers(self) -> dict[str, float]:
         mult = {}
         for label, con in zip(self.labels, self.constraints, strict=True):
             dual = con.dual_value
             mult[label] = 0.0 if dual is None else float(np.max(np.abs(dual)))
-        theta = self.scale * np.array(self.theta_scaled.value, dtype=float)
-        return ConvexSolution(theta, problem.status, solver, time.perf_counter() - start,
-                              float(problem.value), mult, self._active(theta))
+        return mult
 
     def _active(self, theta: np.ndarray, rel: float = 1e-6) -> list[str]:
         """Constraints (nearly) at their boundary at ``theta``."""
