@@ -127,3 +127,33 @@ def test_model_of_compiled_mjmodel_reads_mujoco_directly():
     assert model.n_params == 84
     with pytest.raises(ModelError, match="no MJCF to edit"):
         model.to_mjcf(model.nominal, "/tmp/never.xml")
+
+
+def test_identified_mjcf_simulates_the_identified_model_not_the_sources_joint_terms(tmp_path):
+    """The Panda-like test arm has armature 0.1 and damping on every joint. Identified without
+    joint terms (rigid bodies only), the written MJCF carries no armature or damping: MuJoCo's
+    inverse dynamics on it is exactly the identified model's τ = Y(q, q̇, q̈) θ̂ (the source's terms
+    left in would add 0.1–2 N·m)."""
+    import mujoco
+
+    from sysid_ros.core.model.regressor import torque_regressor
+
+    rigid = RobotModel.from_mjcf(TEST_ROBOTS / "panda.xml", joint_terms=())  # rigid bodies only
+    assert rigid.mj.dof_armature.max() > 0 and rigid.mj.dof_damping.max() > 0
+    out = rigid.to_mjcf(rigid.nominal, tmp_path / "identified.xml")
+    written = mujoco.MjModel.from_xml_path(str(out))
+    assert np.all(written.dof_armature == 0) and np.all(written.dof_damping == 0)
+    rng = np.random.default_rng(0)
+    low, high = rigid.mj.jnt_range[:, 0], rigid.mj.jnt_range[:, 1]  # inside the limits: no limit force
+    q = low + (high - low) * rng.uniform(0.1, 0.9, size=(5, rigid.nv))
+    dq, ddq = (rng.normal(size=(5, rigid.nv)) for _ in range(2))
+    expected = torque_regressor(rigid, q, dq, ddq) @ rigid.nominal
+    data = mujoco.MjData(written)
+    for k in range(5):
+        data.qpos[:], data.qvel[:], data.qacc[:] = q[k], dq[k], ddq[k]
+        mujoco.mj_inverse(written, data)
+        np.testing.assert_allclose(data.qfrc_inverse, expected[k], rtol=1e-7, atol=1e-7)
+    # identified with armature: the armature is written, damping (not identified) is not
+    with_ia = RobotModel.from_mjcf(TEST_ROBOTS / "panda.xml", joint_terms=("Ia",))
+    written = mujoco.MjModel.from_xml_path(str(with_ia.to_mjcf(with_ia.nominal, tmp_path / "ia.xml")))
+    assert np.allclose(written.dof_armature, rigid.mj.dof_armature) and np.all(written.dof_damping == 0)

@@ -442,9 +442,12 @@ class RobotModel:
         """Write the source MJCF with this parameter vector's inertials and joint terms.
 
         Writes ``<inertial>`` (mass, pos, quat, diaginertia) of every identified body and
-        ``armature``/``damping``/``frictionloss`` of every joint with terms. The file is written
-        atomically (a temporary file renamed into place). Raises :class:`ModelError` when a body's
-        parameters are not physically consistent (MuJoCo could not load the result).
+        ``armature``/``damping``/``frictionloss`` of every joint with terms. A hinge or slide joint
+        term of the source that was *not* identified (no ``Ia``, ``Fv`` or ``Fc`` in this model's
+        joint terms) is written as 0: the identified model has none (the regressor had no column
+        for it), and the file must simulate the model that was identified (logged). The file is
+        written atomically (a temporary file renamed into place). Raises :class:`ModelError` when
+        a body's parameters are not physically consistent (MuJoCo could not load the result).
         """
         theta = self.check_theta(theta)
         spec = self.spec()
@@ -466,6 +469,23 @@ class RobotModel:
                 _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
             elif abs(value) > 0:
                 log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
+        source = {"frictionloss": self.mj.dof_frictionloss, "damping": self.mj.dof_damping,
+                  "armature": self.mj.dof_armature}
+        identified = {(attr[term], dof) for term, dof in self._joint_term_values(theta) if term in attr}
+        zeroed: dict[str, list[str]] = {}
+        for dof in range(self.mj.nv):
+            j = int(self.mj.dof_jntid[dof])
+            if int(self.mj.jnt_type[j]) not in _SCALAR_JOINTS:
+                continue
+            name = self.joints[j].name
+            for key, values in source.items():
+                if (key, dof) not in identified and values[dof] != 0:
+                    joint_values.setdefault(name, {})[key] = 0.0
+                    _set_scalar(spec.joint(name), key, 0.0)
+                    zeroed.setdefault(key, []).append(name)
+        if zeroed:
+            log.info("joint terms of the source that were not identified written as 0 (the identified "
+                     "model has none): %s", "; ".join(f"{k} of {v}" for k, v in zeroed.items()))
         try:
             spec.compile()
             xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
@@ -510,6 +530,10 @@ def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, n
         raise ModelError(f"body {body!r}: principal moments {moments} are not physically "
                          f"consistent (positive, triangle inequality)")
     return mass, com, moments, mat_to_quat(axes)
+
+
+#: joint types with one dof whose armature/damping/frictionloss the identified model may set
+_SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
 def _set_scalar(obj, attr: str, value: float) -> None:
