@@ -68,5 +68,5 @@ def test_cli_demo_writes_a_report(tmp_path):
 def test_cli_errors_name_the_problem(tmp_path):
     out = _sysid("inspect", str(tmp_path / "nope.xml"))
     assert out.returncode == 1
-    assert "expected an MJCF file" in out.stderr and "Traceback" not in out.stderr
+    assert "expected an MJCF or URDF file" in out.stderr and "Traceback" not in out.stderr
     assert _sysid("frobnicate").returncode == 2

@@ -208,11 +208,20 @@ class RobotModel:
     # ------------------------------------------------------------------------------ construction
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike[str], **kwargs) -> RobotModel:
-        """Load an MJCF file. Keyword options as in the constructor."""
+        """Load an MJCF file, or a URDF (root ``<robot>``). Keyword options as in the constructor.
+
+        A URDF's ``<visual>`` and ``<collision>`` elements are dropped before MuJoCo reads it:
+        identification needs the kinematics and inertials only, and their meshes usually name
+        ``package://`` paths that only a ROS workspace resolves. MuJoCo's URDF import then merges
+        links joined by fixed joints into their parent (``fusestatic``), so parameters are named
+        by the moving bodies; the identified model is written as MJCF."""
         path = Path(path)
         if not path.is_file():
-            raise ModelError(f"expected an MJCF file, got {str(path)!r} (not found)")
+            raise ModelError(f"expected an MJCF or URDF file, got {str(path)!r} (not found)")
+        urdf = _urdf_without_geometry(path)
         try:
+            if urdf is not None:
+                return cls(mujoco.MjModel.from_xml_string(urdf), xml=urdf, **kwargs)
             mj = mujoco.MjModel.from_xml_path(str(path))
         except ValueError as exc:  # MuJoCo's parse/compile errors
             raise ModelError(f"MuJoCo could not load {str(path)!r}: {exc}") from exc
@@ -530,6 +539,21 @@ def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, n
         raise ModelError(f"body {body!r}: principal moments {moments} are not physically "
                          f"consistent (positive, triangle inequality)")
     return mass, com, moments, mat_to_quat(axes)
+
+
+def _urdf_without_geometry(path: Path) -> str | None:
+    """The URDF at ``path`` as text without ``<visual>``/``<collision>`` elements (see
+    :meth:`RobotModel.from_mjcf`); ``None`` if the file is not a URDF (its root is not ``<robot>``)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        return None  # MuJoCo's own parser says what is wrong
+    if root.tag != "robot":
+        return None
+    for link in root.iter("link"):
+        for child in [c for c in link if c.tag in ("visual", "collision")]:
+            link.remove(child)
+    return ET.tostring(root, encoding="unicode")
 
 
 #: joint types with one dof whose armature/damping/frictionloss the identified model may set
