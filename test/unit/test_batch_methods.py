@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from conftest import ROOT, TEST_ROBOTS
 
-from sysid_ros.core import RobotModel
-from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
+from sysid_ros.core import RobotModel, SysIdError
+from sysid_ros.core.batch.identify import IdentifyOptions, identify, prepare, run_method
 from sysid_ros.core.data.bag import dataset_topics, read_bag, write_bag
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.model.target import arm_target, payload_target
@@ -152,3 +152,29 @@ def test_cli_replays_a_bag_through_an_online_estimator(tmp_path):
     assert doc["diagnostics"]["consistency"]["consistent"]
     table = np.loadtxt(tmp_path / "o" / "estimates.csv", delimiter=",", skiprows=1)
     assert table.shape[1] == 12 and table[-1, 2] == pytest.approx(5.0, rel=0.01)
+
+
+def test_mass_bounds_keep_exported_masses_plausible(tmp_path):
+    """The UR5e-like arm simulated with every link 40 % heavier than its model says; identified
+    with ``--mass-factor 1.2`` the exported masses stay within [m/1.2, 1.2 m] of the model's, the
+    bounds that bind are reported, and the same holds for a constrained method."""
+    from sysid_ros.core.model.target import with_mass_bounds
+
+    model = RobotModel.from_mjcf(MODEL, joint_terms=())
+    heavy = model.nominal.copy()
+    for b in model.param_bodies:
+        heavy[model.body_slice(b)] *= 1.4  # m, h, I all scale: still consistent
+    truth_model = RobotModel.from_mjcf(MODEL, joint_terms=())
+    truth_model.apply_to(truth_model.mj, heavy)
+    ds = simulate_dataset(truth_model, duration=8.0, seed=2)
+    target = with_mass_bounds(arm_target(model), 1.2)
+    for method in ("ols", "pc_ls"):
+        result = identify(ds, target, IdentifyOptions(method=method))
+        for b in model.param_bodies:
+            name = f"{model.body_name(b)}.m"
+            m0 = model.nominal[model.index(name)]
+            assert m0 / 1.2 * (1 - 1e-6) <= result.parameters[name] <= 1.2 * m0 * (1 + 1e-6), name
+        if method == "pc_ls":  # the data pull the masses up: the upper bounds bind
+            assert any(".m <= " in c for c in result.solver.binding_constraints), result.solver
+    with pytest.raises(SysIdError, match="must be > 1"):
+        with_mass_bounds(arm_target(model), 0.5)

@@ -78,6 +78,9 @@ class ConvexProgram:
             for i in target.nonnegative:
                 self.constraints.append(self.theta[int(i)] >= 0)
                 self.labels.append(target.names[int(i)])
+            for i, low, high in target.mass_bounds:
+                self.constraints += [self.theta[i] >= low, self.theta[i] <= high]
+                self.labels += [f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
 
     def tie_break(self) -> cp.Expression:
         """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``B·diag(scale)``: moves
@@ -178,6 +181,12 @@ class ConvexProgram:
                 out.append(f"{label}.J")
         top = max(float(np.max(np.abs(theta))), 1e-300)
         out += [self.target.names[int(i)] for i in self.target.nonnegative if theta[int(i)] <= rel * top]
+        for i, low, high in self.target.mass_bounds:
+            name = self.target.names[i]
+            if theta[i] <= low * (1 + 1e-6):
+                out.append(f"{name} >= {low:.4g}")
+            elif theta[i] >= high * (1 - 1e-6):
+                out.append(f"{name} <= {high:.4g}")
         return out
 
 

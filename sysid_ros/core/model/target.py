@@ -7,7 +7,7 @@ physically consistent (pseudo-inertia LMIs, non-negative friction and rotor iner
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -45,6 +45,9 @@ class Target:
     body_blocks: tuple[tuple[str, slice], ...]
     nonnegative: np.ndarray
     base: BaseParameters
+    #: ``(parameter index, lower, upper)`` of body masses [kg] bounded for plausibility
+    #: (:func:`with_mass_bounds`); the constrained programs add them to the consistency LMIs
+    mass_bounds: tuple[tuple[int, float, float], ...] = ()
 
     @property
     def n_params(self) -> int:
@@ -96,6 +99,26 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
     return Target(model, "arm", None, model.param_names,
                   model.nominal.copy() if prior is None else model.check_theta(prior),
                   blocks, nonneg, base_parameters(model, seed=seed))
+
+
+def with_mass_bounds(target: Target, factor: float) -> Target:
+    """``target`` with every body's mass bounded to [m₀ / factor, m₀ · factor] around its nominal
+    (prior) mass m₀ > 0: consistency alone lets unexcited directions take any mass (a 16 kg arm
+    identified at 969 kg), the bounds keep the exported parameters plausible. ``factor`` ≤ 0:
+    no bounds. Arm targets only (a payload's prior is a placeholder, not a nominal)."""
+    if factor <= 0:
+        return target
+    if factor <= 1:
+        raise SysIdError(f"the mass factor must be > 1 (or 0 for none), got {factor}")
+    if target.kind != "arm":
+        raise SysIdError("mass bounds apply to the arm target (a payload has no nominal mass)")
+    bounds = []
+    for _label, sl in target.body_blocks:
+        i = sl.start  # the body's mass (BODY_FIELDS order: m first)
+        m0 = float(target.prior[i])
+        if m0 > 0:
+            bounds.append((i, m0 / factor, m0 * factor))
+    return replace(target, mass_bounds=tuple(bounds))
 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
