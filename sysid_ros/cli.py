@@ -197,6 +197,7 @@ def _identify(args: argparse.Namespace) -> int:
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names)
+    ds = _calibrated(ds.for_model(model), args)
     prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
     online = None
     if args.method in ONLINE_METHODS:
@@ -208,8 +209,9 @@ def _identify(args: argparse.Namespace) -> int:
         result = run_method(prep, options)
     val_prep = None
     if args.validate:
-        val = read_data(args.validate, joint_states_topic=args.joint_states_topic,
-                        command_topic=args.command_topic, joint_names=model.dof_joint_names)
+        val = _calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
+                                    command_topic=args.command_topic,
+                                    joint_names=model.dof_joint_names).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress)
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
@@ -224,6 +226,23 @@ def _identify(args: argparse.Namespace) -> int:
         for p in paths:
             print(f"wrote {p}")
     return _trust(result)
+
+
+def _calibrated(ds, args: argparse.Namespace):
+    """``--torque-scale`` / ``--torque-offset`` applied (model's joint order)."""
+    if args.torque_scale is None and args.torque_offset is None:
+        return ds
+    return ds.with_torque_calibration(_floats(args.torque_scale, 1.0), _floats(args.torque_offset, 0.0))
+
+
+def _floats(text: str | None, default: float) -> list[float] | float:
+    if text is None:
+        return default
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise SysIdError(f"expected comma-separated numbers, got {text!r}") from None
+    return values[0] if len(values) == 1 else values
 
 
 def _trust(result) -> int:
@@ -374,6 +393,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
     p.add_argument("--min-segment", type=float, default=2.0, metavar="S",
                    help="data between gaps shorter than this is not used [s] (default: 2)")
+    p.add_argument("--torque-scale", metavar="S[,S...]",
+                   help="logged effort × this = torque, one value or one per joint in the model's "
+                   "order (e.g. motor current [A] × torque constant × gear [N·m/A])")
+    p.add_argument("--torque-offset", metavar="O[,O...]",
+                   help="added to the scaled torque [N·m], one value or one per joint")
     p.add_argument("--mass-factor", type=float, default=0.0, metavar="K",
                    help="arm: keep every body's mass within [m/K, m*K] of the model's m (plausible "
                    "exported parameters; every method's consistent solve respects it; 0 = off)")

@@ -137,6 +137,26 @@ class Dataset:
 
         return split(self, min_length=min_length, stationary=stationary).datasets()
 
+    def with_torque_calibration(self, scale: Sequence[float] | float = 1.0,
+                                offset: Sequence[float] | float = 0.0) -> Dataset:
+        """Torques from what was logged: ``τ = scale · logged + offset`` per joint (``(n,)`` or
+        one value for all). For logs whose effort is a motor current [A] (scale: torque
+        constant × gear ratio [N·m/A]) or has a sensor offset [N·m]. Raises :class:`DataError`
+        for a wrong count or a non-finite or zero scale."""
+        n = len(self.joint_names)
+        values = []
+        for name, v in (("torque scale", scale), ("torque offset", offset)):
+            arr = np.asarray(v, dtype=float)
+            arr = np.broadcast_to(arr, (n,)) if arr.ndim == 0 else arr
+            if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+                raise DataError(f"{self.source}: {name}: expected 1 or {n} finite values (joints "
+                                f"{list(self.joint_names)}), got {v!r}")
+            values.append(arr)
+        if np.any(values[0] == 0):
+            raise DataError(f"{self.source}: torque scale of 0 for joints "
+                            f"{[j for j, s in zip(self.joint_names, values[0], strict=True) if s == 0]}")
+        return replace(self, tau=self.tau * values[0] + values[1])
+
     def without_unmeasured(self) -> tuple[Dataset, int]:
         """The dataset without the samples whose q or τ is not finite (a motor that did not reply
         in that cycle: the Damiao bridge publishes NaN then), and how many were removed. Removed
