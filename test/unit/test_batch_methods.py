@@ -210,3 +210,24 @@ def test_cli_torque_scale_turns_a_current_log_into_torques(tmp_path):
     assert abs(mass("raw") - 1.0) > 0.1
     bad = _sysid(*common, "--out", str(tmp_path / "bad"), "--torque-scale", "1,2")
     assert bad.returncode == 1 and "torque scale: expected 1 or 6 finite values" in bad.stderr
+
+
+def test_one_way_motion_warns_that_coulomb_and_offset_are_inseparable():
+    """A joint that moves in one direction only gives sign(q̇)·Fc and Fo the same column: with
+    both identified, the joint is named in a warning (none when it moves both ways, or without
+    'offset')."""
+    from types import SimpleNamespace
+
+    from sysid_ros.core.batch.identify import friction_warnings
+    from sysid_ros.core.model.robot import joint_terms
+
+    model = RobotModel.from_mjcf(MODEL, joint_terms=joint_terms("coulomb,offset", False))
+    t = np.linspace(0, 10, 1000)
+    dq = np.cos(np.outer(t, np.arange(1, 7)))  # every joint both ways ...
+    dq[:, 1] = 0.3 + 0.1 * np.sin(t)           # ... but shoulder_lift only forward
+    prep = SimpleNamespace(target=arm_target(model), dq=dq, mask=np.ones_like(dq, dtype=bool))
+    warnings = friction_warnings(prep)
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"joint {model.dof_joint_names[1]} moved one way in 100.0 %")
+    no_offset = RobotModel.from_mjcf(MODEL, joint_terms=joint_terms("coulomb", False))
+    assert friction_warnings(SimpleNamespace(target=arm_target(no_offset), dq=dq, mask=prep.mask)) == []

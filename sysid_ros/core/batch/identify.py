@@ -196,11 +196,15 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     say(f"{len(prep.t)} samples after filtering and decimation ({prep.fs:.0f} Hz in, {n_seg} "
         f"segment{'s' if n_seg != 1 else ''}), {int(prep.mask.sum())} regression rows, "
         f"method {options.method}")
+    warnings = friction_warnings(prep)
+    for line in warnings:
+        log.warning("%s", line)
+        say(f"warning: {line}")
     result = _METHOD_TABLE[options.method](prep, options, say)
     data = prep.segmentation.as_dict()
     if prep.timebase is not None:
         data["timebase"] = prep.timebase.as_dict()
-    extra = result.diagnostics.extra | {"data": data}
+    extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
         result = _with_parameters(result, prep.target, _consistent_from_base(prep.target, result.beta),
@@ -208,6 +212,26 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
     return result
+
+
+def friction_warnings(prep: Prepared, *, one_way: float = 0.02) -> list[str]:
+    """Joints whose Coulomb friction and offset cannot be told apart: both identified and the
+    joint moved in one direction in all but ``one_way`` of its rows (sign(q̇)·Fc and Fo are then
+    the same column). Their standard deviations show it; this says why."""
+    model = prep.target.model
+    if prep.target.kind != "arm" or not {"Fc", "Fo"} <= set(model.joint_terms):
+        return []
+    out = []
+    for j, name in enumerate(model.dof_joint_names):
+        dq = prep.dq[prep.mask[:, j], j]
+        if dq.size == 0:
+            continue
+        share = max(np.mean(dq > 0), np.mean(dq < 0))
+        if share > 1.0 - one_way:
+            out.append(f"joint {name} moved one way in {100 * share:.1f} % of its rows: its Coulomb "
+                       "friction and offset are not separable (excite both directions, or identify "
+                       "without 'offset')")
+    return out
 
 
 # ------------------------------------------------------------------------------------- methods
