@@ -44,7 +44,7 @@ from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import arm_target, payload_target, with_mass_bounds
+from sysid_ros.core.model.target import arm_target, payload_target, with_com_bounds, with_mass_bounds
 from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
@@ -187,7 +187,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
     target = (payload_target(model, args.payload_only) if args.payload_only
-              else with_mass_bounds(arm_target(model), args.mass_factor))
+              else with_com_bounds(with_mass_bounds(arm_target(model), args.mass_factor), args.com_radius))
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
                              velocity=args.velocity, min_segment=args.min_segment,
                              stationary_cut=args.stationary_cut, resample=args.resample,
@@ -401,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mass-factor", type=float, default=0.0, metavar="K",
                    help="arm: keep every body's mass within [m/K, m*K] of the model's m (plausible "
                    "exported parameters; every method's consistent solve respects it; 0 = off)")
+    p.add_argument("--com-radius", type=float, default=0.0, metavar="R",
+                   help="arm: keep every body's centre of mass within R [m] (per axis, body frame) "
+                   "of the model's (0 = off)")
     p.add_argument("--resample", choices=("auto", "off"), default="auto",
                    help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
                    "on a uniform grid by spline interpolation (auto), or used as recorded (off)")

@@ -231,3 +231,27 @@ def test_one_way_motion_warns_that_coulomb_and_offset_are_inseparable():
     assert warnings[0].startswith(f"joint {model.dof_joint_names[1]} moved one way in 100.0 %")
     no_offset = RobotModel.from_mjcf(MODEL, joint_terms=joint_terms("coulomb", False))
     assert friction_warnings(SimpleNamespace(target=arm_target(no_offset), dq=dq, mask=prep.mask)) == []
+
+
+def test_com_bounds_keep_exported_centres_of_mass_near_the_model(tmp_path):
+    """Every link's true CoM is 4 cm off the model's along x; identified with ``--com-radius``
+    0.01 m by pc_ls, each exported CoM stays within 1 cm (per axis) of the model's and the bounds
+    that bind are reported."""
+    from sysid_ros.core.model.robot import body_params_from_inertial, inertial_from_body_params
+    from sysid_ros.core.model.target import with_com_bounds
+
+    model = RobotModel.from_mjcf(MODEL, joint_terms=())
+    shifted = model.nominal.copy()
+    for b in model.param_bodies:
+        m, c, i_com = inertial_from_body_params(shifted[model.body_slice(b)])
+        shifted[model.body_slice(b)] = body_params_from_inertial(m, c + np.array([0.04, 0, 0]), i_com)
+    truth_model = RobotModel.from_mjcf(MODEL, joint_terms=())
+    truth_model.apply_to(truth_model.mj, shifted)
+    ds = simulate_dataset(truth_model, duration=8.0, seed=2)
+    result = identify(ds, with_com_bounds(arm_target(model), 0.01), IdentifyOptions(method="pc_ls"))
+    for b in model.param_bodies:
+        sl = model.body_slice(b)
+        com0 = model.nominal[sl][1:4] / model.nominal[sl][0]
+        theta = np.array([result.parameters[n] for n in model.param_names[sl]])
+        assert np.all(np.abs(theta[1:4] / theta[0] - com0) <= 0.01 + 1e-6), model.body_name(b)
+    assert any("com within 0.01 m" in c for c in result.solver.binding_constraints), result.solver

@@ -81,6 +81,11 @@ class ConvexProgram:
             for i, low, high in target.mass_bounds:
                 self.constraints += [self.theta[i] >= low, self.theta[i] <= high]
                 self.labels += [f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
+            for i, com, radius in target.com_bounds:
+                m, h = self.theta[i], self.theta[i + 1:i + 4]
+                body = target.names[i].rsplit(".", 1)[0]
+                self.constraints += [h - m * com <= m * radius, m * com - h <= m * radius]
+                self.labels += [f"{body}.com within {radius:g} m (+)", f"{body}.com within {radius:g} m (-)"]
 
     def tie_break(self) -> cp.Expression:
         """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``B·diag(scale)``: moves
@@ -187,6 +192,14 @@ class ConvexProgram:
                 out.append(f"{name} >= {low:.4g}")
             elif theta[i] >= high * (1 - 1e-6):
                 out.append(f"{name} <= {high:.4g}")
+        for i, com, radius in self.target.com_bounds:
+            body = self.target.names[i].rsplit(".", 1)[0]
+            offset = theta[i + 1:i + 4] - theta[i] * com  # m·(c − c₀)
+            reach = theta[i] * radius * (1 - 1e-6)
+            if np.any(offset >= reach):
+                out.append(f"{body}.com within {radius:g} m (+)")
+            if np.any(-offset >= reach):
+                out.append(f"{body}.com within {radius:g} m (-)")
         return out
 
 

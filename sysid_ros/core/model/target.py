@@ -48,6 +48,10 @@ class Target:
     #: ``(parameter index, lower, upper)`` of body masses [kg] bounded for plausibility
     #: (:func:`with_mass_bounds`); the constrained programs add them to the consistency LMIs
     mass_bounds: tuple[tuple[int, float, float], ...] = ()
+    #: ``(index of the body's mass, nominal CoM (3,) [m], radius [m])``: the body's CoM stays in
+    #: the box of that half-side around the nominal CoM (:func:`with_com_bounds`), i.e.
+    #: ``|h − m·c₀| ≤ m·r`` per axis, linear in (m, h)
+    com_bounds: tuple[tuple[int, np.ndarray, float], ...] = ()
 
     @property
     def n_params(self) -> int:
@@ -119,6 +123,22 @@ def with_mass_bounds(target: Target, factor: float) -> Target:
         if m0 > 0:
             bounds.append((i, m0 / factor, m0 * factor))
     return replace(target, mass_bounds=tuple(bounds))
+
+
+def with_com_bounds(target: Target, radius: float) -> Target:
+    """``target`` with every body's centre of mass kept within ``radius`` [m] (per axis, in the
+    body frame) of its nominal (prior) CoM: an unexcited direction cannot push a CoM metres out
+    of its link. ``radius`` ≤ 0: no bounds. Arm targets only."""
+    if radius <= 0:
+        return target
+    if target.kind != "arm":
+        raise SysIdError("CoM bounds apply to the arm target (a payload has no nominal CoM)")
+    bounds = []
+    for _label, sl in target.body_blocks:
+        m0 = float(target.prior[sl.start])
+        if m0 > 0:
+            bounds.append((sl.start, target.prior[sl.start + 1:sl.start + 4] / m0, float(radius)))
+    return replace(target, com_bounds=tuple(bounds))
 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
