@@ -19,6 +19,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
@@ -27,7 +28,7 @@ from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import arm_target, payload_target
+from sysid_ros.core.model.target import arm_target, payload_target, with_com_bounds, with_mass_bounds
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
@@ -73,6 +74,12 @@ class BatchSolverNode(Node):
             ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
                                      "slower than 0.01 rad/s)"),
             ("plots", True, "write PNG plots with each result"),
+            ("torque_scale", Parameter.Type.DOUBLE_ARRAY, "logged effort x this = torque: one value or one "
+                                                          "per joint of the model (unset: 1)"),
+            ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "added to the scaled torque [N m]: one value or "
+                                                           "one per joint (unset: 0)"),
+            ("mass_factor", 0.0, "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
+            ("com_radius", 0.0, "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
         self._busy = threading.Lock()
@@ -160,7 +167,8 @@ class BatchSolverNode(Node):
         model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
                                                                          request.armature))
         target = (payload_target(model, request.payload_body) if request.payload_body
-                  else arm_target(model))
+                  else with_com_bounds(with_mass_bounds(arm_target(model), float(self._get("mass_factor"))),
+                                       float(self._get("com_radius"))))
         settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
                                  min_segment=float(self._get("min_segment")),
                                  stationary_cut=bool(self._get("stationary_cut")),
@@ -173,7 +181,11 @@ class BatchSolverNode(Node):
         ds = read_data(bag,
                        joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                        command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                       joint_names=model.dof_joint_names)
+                       joint_names=model.dof_joint_names).for_model(model)
+        scale, offset = self._get("torque_scale"), self._get("torque_offset")
+        if scale is not None or offset is not None:
+            ds = ds.with_torque_calibration(1.0 if scale is None else list(scale),
+                                            0.0 if offset is None else list(offset))
         prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
         result = run_method(prep, options)
         evaluation = evaluate(result, prep)

@@ -146,3 +146,38 @@ def test_concurrent_requests_are_refused_clearly(client):
 def test_node_exits_cleanly_on_sigint(node_process, client):
     node_process.send_signal(signal.SIGINT)
     assert node_process.wait(timeout=20) == 0
+
+
+def test_torque_calibration_and_plausibility_parameters_reach_the_solve(tmp_path, ros_domain_id):
+    """A bag whose effort is half the torque (a current log, 2 N·m per unit) solved by a node
+    started with ``torque_scale:=[2.0]`` and ``mass_factor:=1.5``: the base parameters are the
+    nominal robot's, and every exported mass lies within the bounds."""
+    from dataclasses import replace
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    model = RobotModel.from_mjcf(MODEL, joint_terms=("Ia",))  # the MJCF's armature is simulated
+    ds = simulate_dataset(model, duration=8.0, seed=3)
+    write_bag(data / "current", dataset_topics(replace(ds, tau=ds.tau / 2.0)), truth=ds.truth)
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
+         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
+         "-p", "plots:=false", "-p", "torque_scale:=[2.0]", "-p", "mass_factor:=1.5"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="current", method="ols", armature=True, output_dir="scaled")
+        assert ok.success, ok.message
+    finally:
+        c.close()
+        log = stop_process(proc)
+    beta_true = base_parameters(model).of(model.nominal)
+    np.testing.assert_allclose(ok.estimate.base_values, beta_true, atol=1e-4 * np.abs(beta_true).max())
+    values = dict(zip(ok.estimate.names, ok.estimate.values, strict=True))
+    for b in model.param_bodies:
+        name = f"{model.body_name(b)}.m"
+        m0 = model.nominal[model.index(name)]
+        assert m0 / 1.5 * (1 - 1e-6) <= values[name] <= 1.5 * m0 * (1 + 1e-6), (name, log[-2000:])

@@ -146,8 +146,8 @@ class Dataset:
         n = len(self.joint_names)
         values = []
         for name, v in (("torque scale", scale), ("torque offset", offset)):
-            arr = np.asarray(v, dtype=float)
-            arr = np.broadcast_to(arr, (n,)) if arr.ndim == 0 else arr
+            arr = np.asarray(v, dtype=float).ravel()
+            arr = np.full(n, arr[0]) if arr.size == 1 else arr
             if arr.shape != (n,) or not np.all(np.isfinite(arr)):
                 raise DataError(f"{self.source}: {name}: expected 1 or {n} finite values (joints "
                                 f"{list(self.joint_names)}), got {v!r}")
