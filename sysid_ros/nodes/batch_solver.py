@@ -20,7 +20,6 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
 from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
@@ -35,11 +34,9 @@ from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
+from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
-
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def resolve_inside(root: Path, given: str, what: str) -> Path:

@@ -50,7 +50,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -64,9 +64,8 @@ from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.nodes.parameters import declare_config_parameters, parameter_value
+from sysid_ros.nodes.qos import LATCHED
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: reliable keep-last publisher: serves best-effort (sensor-data) and reliable subscribers alike;
 #: 2,000 states (about 3 s at 700 Hz) of history so that a reliable reader that lags (an estimator

@@ -31,7 +31,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -45,9 +45,8 @@ from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.nodes.parameters import declare_config_parameters, parameter_value
+from sysid_ros.nodes.qos import LATCHED
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: ``(name, default, description)``: the node's own parameters, then the ``emulator.*`` group
 #: (whose clock defaults to the wall clock here: the host is another process)
 PARAMETERS = (

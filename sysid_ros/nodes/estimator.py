@@ -49,7 +49,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
@@ -63,11 +63,9 @@ from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
-from sysid_ros.nodes.qos import PROGRESS
+from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.resources import default_robot_path
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: the session's options, named, defaulted and described as in the core (and the CLI)
 SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[name])
                            for name in OnlineOptions.names())

@@ -40,7 +40,7 @@ from builtin_interfaces.msg import Time
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
@@ -53,14 +53,11 @@ from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
-from sysid_ros.nodes.qos import PROGRESS
+from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.resources import default_robot_path
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # deep enough that a reliable subscriber that falls behind for a few seconds loses nothing
 STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
-#: progress topics of the consumers a lockstep simulation waits for
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
 PARAMETERS = (

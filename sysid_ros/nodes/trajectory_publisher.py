@@ -33,7 +33,7 @@ import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -46,10 +46,9 @@ from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.msg import MotorCommand
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
+from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.resources import default_robot_path
 
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STREAM = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 PARAMETERS = (
     ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
