@@ -51,8 +51,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         executor.add_node(node)
         spinner = threading.Thread(target=run, name="executor")
         spinner.start()
-        while not stop.wait():  # (a lock wait: a signal's handler runs at once)
-            pass
+        stop.wait()  # (a lock wait: a signal's handler runs at once)
         executor.shutdown()  # waits for the callbacks in progress
         spinner.join()
     except SysIdError as exc:
