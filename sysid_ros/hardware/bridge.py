@@ -346,15 +346,14 @@ class Bridge:
             if self.phase == "configured" and not self._disabled:
                 deadline = time.monotonic() + SHUTDOWN_DISABLE_TIME
                 unconfirmed = self.disable_all(reason="cleanup")
-                while unconfirmed and time.monotonic() < deadline:
-                    time.sleep(self.config.period)
-                    unconfirmed = self.disable_all(reason="cleanup", tries=1, quiet=True)
-                    if unconfirmed and self._bus_dead:
-                        self._reopen_bus()
-                if unconfirmed:
-                    self.log.error("closing the bus with the disable NOT confirmed by %s: the motors "
-                                   "may be ENABLED until their own CAN timeout (%s s) stops them; "
-                                   "cut the motor power", unconfirmed, self.config.motor_timeout or "off")
+                self._retry_failures = 0
+                while not self._disabled and time.monotonic() < deadline:
+                    time.sleep(self._retry_disable("cleanup, retried"))
+                if not self._disabled:
+                    self.log.error("closing the bus with the disable NOT confirmed after %g s of retries "
+                                   "(%s did not confirm the first round): the motors may be ENABLED "
+                                   "until their own CAN timeout (%s s) stops them; cut the motor power",
+                                   SHUTDOWN_DISABLE_TIME, unconfirmed, self.config.motor_timeout or "off")
             self.transport.close()
             self.transport = None
         self.phase = "unconfigured"
