@@ -44,7 +44,7 @@ from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import arm_target, payload_target, with_com_bounds, with_mass_bounds
+from sysid_ros.core.model.target import batch_target
 from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
@@ -186,8 +186,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
-    target = (payload_target(model, args.payload_only) if args.payload_only
-              else with_com_bounds(with_mass_bounds(arm_target(model), args.mass_factor), args.com_radius))
+    target = batch_target(model, args.payload_only or "", mass_factor=args.mass_factor,
+                          com_radius=args.com_radius)
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
                              velocity=args.velocity, min_segment=args.min_segment,
                              stationary_cut=args.stationary_cut, resample=args.resample,
@@ -229,20 +229,19 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _calibrated(ds, args: argparse.Namespace):
-    """``--torque-scale`` / ``--torque-offset`` applied (model's joint order)."""
-    if args.torque_scale is None and args.torque_offset is None:
-        return ds
-    return ds.with_torque_calibration(_floats(args.torque_scale, 1.0), _floats(args.torque_offset, 0.0))
+    """``--torque-scale`` / ``--torque-offset`` applied (``ds`` in the model's joint order)."""
+    return ds.with_torque_calibration(_floats(args.torque_scale), _floats(args.torque_offset))
 
 
-def _floats(text: str | None, default: float) -> list[float] | float:
+def _floats(text: str | None) -> list[float] | None:
+    """Comma-separated numbers (``None`` stays ``None``)."""
     if text is None:
-        return default
+        return None
     try:
         values = [float(x) for x in text.split(",")]
     except ValueError:
         raise SysIdError(f"expected comma-separated numbers, got {text!r}") from None
-    return values[0] if len(values) == 1 else values
+    return values
 
 
 def _trust(result) -> int:

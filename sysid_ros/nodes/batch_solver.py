@@ -27,7 +27,7 @@ from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import arm_target, payload_target, with_com_bounds, with_mass_bounds
+from sysid_ros.core.model.target import batch_target
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
@@ -163,9 +163,8 @@ class BatchSolverNode(Node):
         model_path = request.model_path or self._get("model_path") or str(default_robot_path())
         model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
                                                                          request.armature))
-        target = (payload_target(model, request.payload_body) if request.payload_body
-                  else with_com_bounds(with_mass_bounds(arm_target(model), float(self._get("mass_factor"))),
-                                       float(self._get("com_radius"))))
+        target = batch_target(model, request.payload_body, mass_factor=float(self._get("mass_factor")),
+                              com_radius=float(self._get("com_radius")))
         settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
                                  min_segment=float(self._get("min_segment")),
                                  stationary_cut=bool(self._get("stationary_cut")),
@@ -178,11 +177,8 @@ class BatchSolverNode(Node):
         ds = read_data(bag,
                        joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                        command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                       joint_names=model.dof_joint_names).for_model(model)
-        scale, offset = self._get("torque_scale"), self._get("torque_offset")
-        if scale is not None or offset is not None:
-            ds = ds.with_torque_calibration(1.0 if scale is None else list(scale),
-                                            0.0 if offset is None else list(offset))
+                       joint_names=model.dof_joint_names).for_model(model).with_torque_calibration(
+            self._get("torque_scale"), self._get("torque_offset"))
         prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
         result = run_method(prep, options)
         evaluation = evaluate(result, prep)

@@ -137,15 +137,19 @@ class Dataset:
 
         return split(self, min_length=min_length, stationary=stationary).datasets()
 
-    def with_torque_calibration(self, scale: Sequence[float] | float = 1.0,
-                                offset: Sequence[float] | float = 0.0) -> Dataset:
+    def with_torque_calibration(self, scale: Sequence[float] | float | None = None,
+                                offset: Sequence[float] | float | None = None) -> Dataset:
         """Torques from what was logged: ``τ = scale · logged + offset`` per joint (``(n,)`` or
-        one value for all). For logs whose effort is a motor current [A] (scale: torque
-        constant × gear ratio [N·m/A]) or has a sensor offset [N·m]. Raises :class:`DataError`
-        for a wrong count or a non-finite or zero scale."""
+        one value for all; ``None``: 1 and 0, and neither given returns ``self``). For logs whose
+        effort is a motor current [A] (scale: torque constant × gear ratio [N·m/A]) or has a
+        sensor offset [N·m]. Raises :class:`DataError` for a wrong count or a non-finite or zero
+        scale."""
+        if scale is None and offset is None:
+            return self
         n = len(self.joint_names)
         values = []
-        for name, v in (("torque scale", scale), ("torque offset", offset)):
+        for name, v in (("torque scale", 1.0 if scale is None else scale),
+                        ("torque offset", 0.0 if offset is None else offset)):
             arr = np.asarray(v, dtype=float).ravel()
             arr = np.full(n, arr[0]) if arr.size == 1 else arr
             if arr.shape != (n,) or not np.all(np.isfinite(arr)):

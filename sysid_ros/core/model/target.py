@@ -141,6 +141,16 @@ def with_com_bounds(target: Target, radius: float) -> Target:
     return replace(target, com_bounds=tuple(bounds))
 
 
+def batch_target(model: RobotModel, payload_body: str = "", *, mass_factor: float = 0.0,
+                 com_radius: float = 0.0) -> Target:
+    """What ``sysid identify`` and ``BatchSolve`` identify: the payload on ``payload_body`` if
+    given, else the whole arm with its plausibility bounds (:func:`with_mass_bounds`,
+    :func:`with_com_bounds`; 0 = none)."""
+    if payload_body:
+        return payload_target(model, payload_body)
+    return with_com_bounds(with_mass_bounds(arm_target(model), mass_factor), com_radius)
+
+
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
                    seed: int = 0) -> Target:
     """Identify a payload rigidly attached to ``body``.
