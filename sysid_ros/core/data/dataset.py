@@ -120,14 +120,20 @@ class Dataset:
     def window(self, start: int, stop: int) -> Dataset:
         """Samples ``start:stop`` as a dataset: the command log cut to their time span
         (:meth:`CommandLog.during`), per-sample ``meta`` arrays (length ``N``) sliced alike."""
-        sl = slice(start, stop)
-        n = len(self.t)
-        meta = {k: v[sl] if isinstance(v, np.ndarray) and v.ndim and len(v) == n else v
-                for k, v in self.meta.items()}
         command = (None if self.command is None or stop <= start
                    else self.command.during(float(self.t[start]), float(self.t[stop - 1])))
-        return replace(self, t=self.t[sl], q=self.q[sl], dq=self.dq[sl], tau=self.tau[sl],
-                       command=command, meta=meta)
+        return replace(self.samples(slice(start, stop)), command=command)
+
+    def samples(self, index: slice | np.ndarray) -> Dataset:
+        """The samples ``index`` selects (a slice or a boolean mask of length ``N``): times,
+        signals and per-sample ``meta`` arrays alike; the command log unchanged."""
+        meta = {k: v[index] if self.per_sample(v) else v for k, v in self.meta.items()}
+        return replace(self, t=self.t[index], q=self.q[index], dq=self.dq[index], tau=self.tau[index],
+                       meta=meta)
+
+    def per_sample(self, value: object) -> bool:
+        """Whether a ``meta`` value is per sample (an array of length ``N``)."""
+        return isinstance(value, np.ndarray) and value.ndim > 0 and len(value) == len(self.t)
 
     def segments(self, *, min_length: float, stationary: bool = True) -> list[Dataset]:
         """The pieces between gaps at least ``min_length`` [s] long (with their stationary ends
@@ -168,11 +174,7 @@ class Dataset:
         ok = np.all(np.isfinite(self.q), axis=1) & np.all(np.isfinite(self.tau), axis=1)
         if ok.all():
             return self, 0
-        n = len(self.t)
-        meta = {k: v[ok] if isinstance(v, np.ndarray) and v.ndim and len(v) == n else v
-                for k, v in self.meta.items()}
-        return replace(self, t=self.t[ok], q=self.q[ok], dq=self.dq[ok], tau=self.tau[ok], meta=meta), \
-            int(n - ok.sum())
+        return self.samples(ok), int(len(ok) - ok.sum())
 
     def validate(self, *, topic: str = "") -> Dataset:
         """Check increasing times, finite q and τ; raise :class:`DataError` naming the topic and

@@ -111,8 +111,7 @@ def regularise(ds: Dataset, *, max_bridge: float = 0.005, jitter_tolerance: floa
     bounds = [0, *(int(k) + 1 for k in np.flatnonzero(split_at)), len(t)]
     pieces = [_resampled(ds, a, b, period) for a, b in itertools.pairwise(bounds)]
     tt, q, dq, tau = (np.concatenate([p[k] for p in pieces]) for k in range(4))
-    meta = {k: v for k, v in ds.meta.items()
-            if not (isinstance(v, np.ndarray) and v.ndim and len(v) == len(t))}  # per-sample: gone
+    meta = {k: v for k, v in ds.meta.items() if not ds.per_sample(v)}  # per-sample arrays: gone
     return replace(ds, t=tt, q=q, dq=dq, tau=tau, meta=meta), report
 
 
