@@ -78,14 +78,13 @@ class ConvexProgram:
             for i in target.nonnegative:
                 self.constraints.append(self.theta[int(i)] >= 0)
                 self.labels.append(target.names[int(i)])
-            for i, low, high in target.mass_bounds:
+            for (i, low, high), labels in zip(target.mass_bounds, _mass_labels(target), strict=True):
                 self.constraints += [self.theta[i] >= low, self.theta[i] <= high]
-                self.labels += [f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
-            for i, com, radius in target.com_bounds:
+                self.labels += labels
+            for (i, com, radius), labels in zip(target.com_bounds, _com_labels(target), strict=True):
                 m, h = self.theta[i], self.theta[i + 1:i + 4]
-                body = target.names[i].rsplit(".", 1)[0]
                 self.constraints += [h - m * com <= m * radius, m * com - h <= m * radius]
-                self.labels += [f"{body}.com within {radius:g} m (+)", f"{body}.com within {radius:g} m (-)"]
+                self.labels += labels
 
     def tie_break(self) -> cp.Expression:
         """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``B·diag(scale)``: moves
@@ -186,21 +185,36 @@ class ConvexProgram:
                 out.append(f"{label}.J")
         top = max(float(np.max(np.abs(theta))), 1e-300)
         out += [self.target.names[int(i)] for i in self.target.nonnegative if theta[int(i)] <= rel * top]
-        for i, low, high in self.target.mass_bounds:
-            name = self.target.names[i]
+        for (i, low, high), (at_low, at_high) in zip(self.target.mass_bounds, _mass_labels(self.target),
+                                                      strict=True):
             if theta[i] <= low * (1 + 1e-6):
-                out.append(f"{name} >= {low:.4g}")
+                out.append(at_low)
             elif theta[i] >= high * (1 - 1e-6):
-                out.append(f"{name} <= {high:.4g}")
-        for i, com, radius in self.target.com_bounds:
-            body = self.target.names[i].rsplit(".", 1)[0]
+                out.append(at_high)
+        for (i, com, radius), (plus, minus) in zip(self.target.com_bounds, _com_labels(self.target),
+                                                   strict=True):
             offset = theta[i + 1:i + 4] - theta[i] * com  # m·(c − c₀)
             reach = theta[i] * radius * (1 - 1e-6)
             if np.any(offset >= reach):
-                out.append(f"{body}.com within {radius:g} m (+)")
+                out.append(plus)
             if np.any(-offset >= reach):
-                out.append(f"{body}.com within {radius:g} m (-)")
+                out.append(minus)
         return out
+
+
+def _mass_labels(target: Target) -> list[list[str]]:
+    """``[lower, upper]`` constraint label of each of ``target.mass_bounds``."""
+    return [[f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
+            for i, low, high in target.mass_bounds]
+
+
+def _com_labels(target: Target) -> list[list[str]]:
+    """``[+, −]`` constraint label of each of ``target.com_bounds``."""
+    out = []
+    for i, _com, radius in target.com_bounds:
+        body = target.names[i].rsplit(".", 1)[0]
+        out.append([f"{body}.com within {radius:g} m (+)", f"{body}.com within {radius:g} m (-)"])
+    return out
 
 
 _PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas": 1e-11,
