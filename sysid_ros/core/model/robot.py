@@ -478,8 +478,7 @@ class RobotModel:
                 _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
             elif abs(value) > 0:
                 log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
-        source = {"frictionloss": self.mj.dof_frictionloss, "damping": self.mj.dof_damping,
-                  "armature": self.mj.dof_armature}
+        source = {key: getattr(self.mj, f"dof_{key}") for key in attr.values()}  # the MJCF's values
         identified = {(attr[term], dof) for term, dof in self._joint_term_values(theta) if term in attr}
         zeroed: dict[str, list[str]] = {}
         for dof in range(self.mj.nv):
