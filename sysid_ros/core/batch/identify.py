@@ -104,7 +104,8 @@ class Prepared:
     ``mask (K, n)`` rows used, ``t (K,)`` [s] and ``q``/``dq``/``ddq`` the conditioned signals at
     those samples. ``dataset`` is the whole recording (model's joints), ``segmentation`` how it was
     split at gaps and cut (:func:`~sysid_ros.core.data.preprocessing.segment`), ``segments`` each
-    segment's part.
+    segment's part, ``timebase`` what was done to its time stamps first
+    (:func:`~sysid_ros.core.data.timebase.regularise`).
     """
 
     target: Target
@@ -119,7 +120,7 @@ class Prepared:
     x: np.ndarray
     y: np.ndarray
     mask: np.ndarray
-    timebase: TimebaseReport | None = None
+    timebase: TimebaseReport
 
     @property
     def fs(self) -> float:
@@ -201,9 +202,7 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         log.warning("%s", line)
         say(f"warning: {line}")
     result = _METHOD_TABLE[options.method](prep, options, say)
-    data = prep.segmentation.as_dict()
-    if prep.timebase is not None:
-        data["timebase"] = prep.timebase.as_dict()
+    data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
