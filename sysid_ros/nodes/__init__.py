@@ -19,12 +19,14 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     that context) can crash in rcl (seen: SIGSEGV in ``destroy_node``'s last log line). Here the
     executor spins in a thread of its own while the main thread waits for a stop request (the
     first SIGINT/SIGTERM, the end of spinning, or an error in a callback); then the executor is
-    shut down, the node destroyed while its context is still valid, and the context shut down
-    last. A second signal during teardown says "already stopping" and does not cut it short
-    (files are finished there); SIGKILL still ends the process (its files stay recoverable)."""
+    stopped and, once it has, shut down, the node destroyed while its context is still valid, and
+    the context shut down last. A second signal during teardown says "already stopping" and does
+    not cut it short (files are finished there); SIGKILL still ends the process (its files stay
+    recoverable)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
+    from rclpy.task import Future
 
     from sysid_ros.core.errors import SysIdError
 
@@ -36,9 +38,15 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     raised: list[BaseException] = []  # from callbacks
     failed = False
 
+    # the executor spins until this future is done: completing it (from the main thread) wakes
+    # the executor, which returns once the callback in progress has finished. (Executor.shutdown
+    # from another thread while it spins is not safe: rclpy destroys its guard condition without
+    # waiting for the spinning thread, which then fails on it.)
+    stopped = Future()
+
     def run() -> None:
         try:
-            executor.spin()
+            executor.spin_until_future_complete(stopped)
         except ExternalShutdownException:
             pass
         except BaseException as exc:  # handed to the main thread
@@ -52,7 +60,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         spinner = threading.Thread(target=run, name="executor")
         spinner.start()
         stop.wait()  # (a lock wait: a signal's handler runs at once)
-        executor.shutdown()  # waits for the callbacks in progress
+        stopped.set_result(None)
         spinner.join()
     except SysIdError as exc:
         # only the words: the exception's frames would keep a half-built node alive for the
