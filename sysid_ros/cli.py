@@ -44,7 +44,7 @@ from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import batch_target
+from sysid_ros.core.model.target import Plausibility, batch_target
 from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
@@ -186,8 +186,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
-    target = batch_target(model, args.payload_only or "", mass_factor=args.mass_factor,
-                          com_radius=args.com_radius)
+    target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
+        args.mass_factor, args.extent_factor, args.com_radius))
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
                              velocity=args.velocity, min_segment=args.min_segment,
                              stationary_cut=args.stationary_cut, resample=args.resample,
@@ -397,12 +397,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "order (e.g. motor current [A] × torque constant × gear [N·m/A])")
     p.add_argument("--torque-offset", metavar="O[,O...]",
                    help="added to the scaled torque [N·m], one value or one per joint")
-    p.add_argument("--mass-factor", type=float, default=0.0, metavar="K",
+    p.add_argument("--mass-factor", type=float, default=Plausibility.mass_factor, metavar="K",
                    help="arm: keep every body's mass within [m/K, m*K] of the model's m (plausible "
-                   "exported parameters; every method's consistent solve respects it; 0 = off)")
-    p.add_argument("--com-radius", type=float, default=0.0, metavar="R",
+                   "exported parameters; every method's consistent solve respects it; 0 = off; "
+                   "default %(default)s)")
+    p.add_argument("--extent-factor", type=float, default=Plausibility.extent_factor, metavar="F",
+                   help="arm: keep every body's mass inside F times its nominal extent (a sphere "
+                   "around the model's CoM reaching its joints; bounds CoM and inertia; 0 = off; "
+                   "default %(default)s)")
+    p.add_argument("--com-radius", type=float, default=Plausibility.com_radius, metavar="R",
                    help="arm: keep every body's centre of mass within R [m] (per axis, body frame) "
-                   "of the model's (0 = off)")
+                   "of the model's (0 = off, the default)")
     p.add_argument("--resample", choices=("auto", "off"), default="auto",
                    help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
                    "on a uniform grid by spline interpolation (auto), or used as recorded (off)")

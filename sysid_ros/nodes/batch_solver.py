@@ -27,7 +27,7 @@ from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import batch_target
+from sysid_ros.core.model.target import Plausibility, batch_target
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
@@ -75,8 +75,12 @@ class BatchSolverNode(Node):
                                                           "per joint of the model (unset: 1)"),
             ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "added to the scaled torque [N m]: one value or "
                                                            "one per joint (unset: 0)"),
-            ("mass_factor", 0.0, "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
-            ("com_radius", 0.0, "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
+            ("mass_factor", Plausibility.mass_factor,
+             "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
+            ("extent_factor", Plausibility.extent_factor,
+             "arm: every body's mass inside this many times its nominal extent (0: off)"),
+            ("com_radius", Plausibility.com_radius,
+             "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
         self._busy = threading.Lock()
@@ -163,8 +167,9 @@ class BatchSolverNode(Node):
         model_path = request.model_path or self._get("model_path") or str(default_robot_path())
         model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
                                                                          request.armature))
-        target = batch_target(model, request.payload_body, mass_factor=float(self._get("mass_factor")),
-                              com_radius=float(self._get("com_radius")))
+        target = batch_target(model, request.payload_body, plausibility=Plausibility(
+            float(self._get("mass_factor")), float(self._get("extent_factor")),
+            float(self._get("com_radius"))))
         settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
                                  min_segment=float(self._get("min_segment")),
                                  stationary_cut=bool(self._get("stationary_cut")),

@@ -19,10 +19,16 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from sysid_ros.core.batch.convex import ConvexSolution, dual_metric_program, least_squares_program
+from sysid_ros.core.batch.convex import (
+    ConvexSolution,
+    compress,
+    dual_metric_program,
+    least_squares_program,
+)
 from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step
 from sysid_ros.core.batch.least_squares import (
     coulomb_rows,
+    inseparable,
     joint_variances,
     ols,
     regression_rows,
@@ -197,17 +203,25 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     say(f"{len(prep.t)} samples after filtering and decimation ({prep.fs:.0f} Hz in, {n_seg} "
         f"segment{'s' if n_seg != 1 else ''}), {int(prep.mask.sum())} regression rows, "
         f"method {options.method}")
-    warnings = friction_warnings(prep)
+    warnings = friction_warnings(prep) + separability_warnings(prep)
     for line in warnings:
         log.warning("%s", line)
         say(f"warning: {line}")
     result = _METHOD_TABLE[options.method](prep, options, say)
+    for line in precision_warnings(result):
+        log.warning("%s", line)
+        say(f"warning: {line}")
+        warnings.append(line)
     data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
-        result = _with_parameters(result, prep.target, _consistent_from_base(prep.target, result.beta),
-                                  PROJECTED)
+        solution = _plausible_fit(prep)
+        result = _with_parameters(result, prep.target, solution.theta, PROJECTED)
+        result = replace(result, solver=replace(
+            result.solver, status=solution.status if solution.status != "optimal" else result.solver.status,
+            binding_constraints=tuple(solution.binding())))
+    result = _with_constraint_cost(result, prep)
     result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
     return result
@@ -233,6 +247,29 @@ def friction_warnings(prep: Prepared, *, one_way: float = 0.02) -> list[str]:
     return out
 
 
+def separability_warnings(prep: Prepared) -> list[str]:
+    """Combinations of base parameters that the regression rows cannot determine (their standard
+    deviations are infinite; the exported standard parameters take them from the prior)."""
+    w, _, _ = prep.rows()
+    return [f"the data cannot determine {combo}: its parameters are taken from the prior "
+            "(excite the joints involved more, or identify fewer terms)"
+            for combo in inseparable(w, prep.target.base.names)]
+
+
+def precision_warnings(result: IdentificationResult, *, limit: int = 12) -> list[str]:
+    """Base parameters whose standard deviation exceeds their magnitude (the data barely
+    determine them), named, the worst first (at most ``limit`` named)."""
+    std, beta = result.beta_std, result.beta
+    bad = np.flatnonzero(std > np.abs(beta))
+    if bad.size == 0:
+        return []
+    bad = bad[np.argsort(-(std[bad] / np.maximum(np.abs(beta[bad]), 1e-300)))]
+    named = ", ".join(f"{result.base.names[i]} = {beta[i]:.4g} ± {std[i]:.3g}" for i in bad[:limit])
+    more = f" and {bad.size - limit} more" if bad.size > limit else ""
+    return [f"{bad.size} base parameter{'s' if bad.size > 1 else ''} with a standard deviation "
+            f"larger than its value: {named}{more}"]
+
+
 # ------------------------------------------------------------------------------------- methods
 def _ols(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
     return ols(prep.x, prep.y, prep.target.base, mask=prep.mask)
@@ -243,7 +280,7 @@ def _wls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
 
 
 #: ``parameters_from`` of base-parameter methods' exported standard parameters
-PROJECTED = "consistent projection of the base parameters"
+PROJECTED = "plausible consistent fit of the same rows"
 
 
 def _with_parameters(result: IdentificationResult, target: Target, theta: np.ndarray, source: str
@@ -425,9 +462,42 @@ def _simulation_model(target: Target, theta: np.ndarray):
 
 
 
-def _consistent_from_base(target: Target, beta: np.ndarray) -> np.ndarray:
-    """A physically consistent θ whose base parameters are (closest to) ``beta``."""
-    return least_squares_program(target, target.base.matrix, beta).theta
+def _consistent_from_base(prep: Prepared, beta: np.ndarray) -> ConvexSolution:
+    """The physically consistent, plausible θ (within the target's bounds) whose base parameters
+    are closest to ``beta`` in the data's own metric, ‖X_b (Bθ − β)‖ (torque on the regression
+    rows); directions no row sees come from the prior (the program's tie-break)."""
+    target = prep.target
+    w, _, _ = prep.rows()
+    r, _ = compress(w, np.zeros(w.shape[0]))
+    return least_squares_program(target, r @ target.base.matrix, r @ beta)
+
+
+def _plausible_fit(prep: Prepared) -> ConvexSolution:
+    """The exported standard parameters of a base-parameter method (ols, wls): the physically
+    consistent, plausible θ that fits the same rows best, min ‖X θ − y‖ within the target's
+    bounds. When β (least squares) is plausible, Bθ = β; otherwise ‖X_b(Bθ − β)‖ is the smallest
+    torque change that makes it so (‖Xθ − y‖² = ‖X_b(Bθ − β)‖² + const), and the prior fills the
+    directions the data determine worse than their noise (``ConvexProgram.prior_pull``)."""
+    w, rhs, _ = prep.rows(np.arange(prep.target.n_params))
+    return least_squares_program(prep.target, w, rhs)
+
+
+def _with_constraint_cost(result: IdentificationResult, prep: Prepared) -> IdentificationResult:
+    """``result`` with ``diagnostics.extra["plausibility"]``: the bounds that shaped the exported
+    parameters and the torque they cost, the RMS residual [N·m] on the regression rows of the
+    unconstrained least-squares fit, of the base parameters β and of the exported θ (Bθ)."""
+    target = prep.target
+    w, rhs, _ = prep.rows()
+    beta_ls = np.linalg.lstsq(w, rhs, rcond=None)[0]
+    rms = {name: float(np.sqrt(np.mean((rhs - w @ b) ** 2))) if rhs.size else float("nan")
+           for name, b in (("unconstrained", beta_ls), ("base_parameters", result.beta),
+                           ("exported", target.base.of(result.parameters.values)))}
+    doc = {"bounds": target.plausibility.as_dict() if target.plausibility else None,
+           "binding": list(result.solver.binding_constraints),
+           "torque_rms": rms,
+           "cost_percent": 100.0 * (rms["exported"] / max(rms["unconstrained"], 1e-300) - 1.0)}
+    extra = result.diagnostics.extra | {"plausibility": doc}
+    return replace(result, diagnostics=replace(result.diagnostics, extra=extra))
 
 
 def _iv_method(constrained: bool) -> Callable:
@@ -452,7 +522,7 @@ def _iv_method(constrained: bool) -> Callable:
             say(f"{name} iteration {it}: relative change {change:.3e}, IV gradient "
                 f"{step.gradient_norm:.2e}")
             beta_prev = step.beta
-            theta = step.theta if constrained else _consistent_from_base(target, step.beta)
+            theta = step.theta if constrained else _consistent_from_base(prep, step.beta).theta
             if done:
                 break
         else:

@@ -44,31 +44,62 @@ def coulomb_rows(model, dq: np.ndarray, min_speed: float) -> np.ndarray:
     return np.ones(np.shape(dq), dtype=bool)
 
 
+#: singular values of the column-scaled regressor below this fraction of the largest count as zero
+RANK_TOLERANCE = 1e-9
+
+
 def solve_weighted(w: np.ndarray, rhs: np.ndarray, weights: np.ndarray | None = None,
                    names: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """``(β, covariance)`` of ``min Σ weights·(w β − rhs)²``; covariance ``σ² (WᵀW)⁻¹``-style.
 
-    Raises :class:`IdentificationError` when a column is never excited or the rank is short.
+    Combinations of the parameters that the rows cannot see (e.g. the Coulomb friction and the
+    offset of a joint that turned one way only) get the minimum-norm solution of the scaled
+    problem and an infinite standard deviation for every parameter in them
+    (:func:`inseparable` names them); more than a tenth of the parameters unseen is an
+    :class:`IdentificationError` (the excitation is too poor).
     """
     m, r = w.shape
     if m <= r:
         raise IdentificationError(f"{m} regression rows for {r} base parameters: need more data")
     sw = np.ones(m) if weights is None else np.sqrt(weights)
     a, b = w * sw[:, None], rhs * sw
-    scale = np.linalg.norm(a, axis=0)
-    if np.any(scale == 0):
-        dead = [names[i] if i < len(names) else str(i) for i in np.flatnonzero(scale == 0)]
-        raise IdentificationError(f"the data do not excite base parameters {dead}")
-    sol, _, rank, sv = np.linalg.lstsq(a / scale, b, rcond=None)
-    if rank < r:
+    norms = np.linalg.norm(a, axis=0)
+    scale = np.where(norms > 0, norms, 1.0)
+    u, sv, vt = np.linalg.svd(a / scale, full_matrices=False)
+    keep = sv > RANK_TOLERANCE * sv[0]
+    rank = int(keep.sum())
+    if r - rank > max(1, r // 10):
         raise IdentificationError(
             f"the regressor has rank {rank} < {r} base parameters (condition {sv[0] / sv[-1]:.3g}): "
-            "the excitation is too poor")
-    beta = sol / scale
+            "the excitation is too poor" + (f"; unseen: {inseparable(w, names)}" if names else ""))
+    inv_sv = np.where(keep, 1.0 / np.where(keep, sv, 1.0), 0.0)
+    beta = (vt.T @ (inv_sv * (u.T @ b))) / scale
     resid = b - a @ beta
-    sigma2 = float(resid @ resid) / (m - r) if weights is None else 1.0
-    cov = np.linalg.inv((a / scale).T @ (a / scale)) * sigma2 / np.outer(scale, scale)
+    sigma2 = float(resid @ resid) / (m - rank) if weights is None else 1.0
+    cov = (vt.T * inv_sv**2) @ vt * sigma2 / np.outer(scale, scale)
+    if rank < r:  # every parameter in an unseen combination: unknown
+        unseen = np.any(np.abs(vt[~keep]) > 1e-6, axis=0)
+        cov[unseen, :] = cov[:, unseen] = 0.0
+        cov[unseen, unseen] = np.inf
     return beta, cov
+
+
+def inseparable(w: np.ndarray, names: tuple[str, ...], *, tolerance: float = RANK_TOLERANCE
+                ) -> list[str]:
+    """The combinations of parameters ``names`` that the rows ``w (m, r)`` cannot determine, one
+    string each (``"a.Fc - a.Fo"``: only what is orthogonal to it is seen; a single name: a
+    parameter the rows never excite), from the null space of the column-scaled rows."""
+    norms = np.linalg.norm(w, axis=0)
+    scale = np.where(norms > 0, norms, 1.0)
+    _, sv, vt = np.linalg.svd(w / scale, full_matrices=False)
+    out = []
+    for v in vt[sv <= tolerance * sv[0]]:
+        v = v / scale
+        v = v / np.max(np.abs(v))
+        terms = [(c, names[i]) for i, c in enumerate(v) if abs(c) > 1e-3]
+        out.append(" ".join(f"{'-' if c < 0 else '+'} {abs(c):.3g}·{n}" if abs(abs(c) - 1) > 1e-3
+                            else f"{'-' if c < 0 else '+'} {n}" for c, n in terms).lstrip("+ "))
+    return out
 
 
 def joint_variances(resid: np.ndarray, joint: np.ndarray, n_joints: int, dof: int) -> np.ndarray:

@@ -26,7 +26,13 @@ from sysid_ros.core.model.consistency import (
     pseudo_inertia,
 )
 from sysid_ros.core.model.regressor import body_regressor, mass_matrix_regressor, torque_regressor
-from sysid_ros.core.model.robot import BODY_FIELDS, JOINT_FIELDS, RobotModel, body_params_from_inertial
+from sysid_ros.core.model.robot import (
+    BODY_FIELDS,
+    JOINT_FIELDS,
+    RobotModel,
+    body_params_from_inertial,
+    inertial_from_body_params,
+)
 
 #: side [m] of the solid cube (1 kg) used as the prior of an unknown payload
 UNKNOWN_PAYLOAD_SIDE = 0.3
@@ -52,6 +58,12 @@ class Target:
     #: the box of that half-side around the nominal CoM (:func:`with_com_bounds`), i.e.
     #: ``|h − m·c₀| ≤ m·r`` per axis, linear in (m, h)
     com_bounds: tuple[tuple[int, np.ndarray, float], ...] = ()
+    #: ``(index of the body's mass, centre (3,) [m], radius [m])``: all of the body's mass lies in
+    #: that sphere (body frame), ``tr(Q J) ≥ 0`` with the sphere's ``Q`` (:func:`with_extent_bounds`),
+    #: linear in the body's 10 parameters; it bounds the CoM and the inertia
+    extent_bounds: tuple[tuple[int, np.ndarray, float], ...] = ()
+    #: the settings the bounds above came from (``None``: no plausibility bounds)
+    plausibility: Plausibility | None = None
 
     @property
     def n_params(self) -> int:
@@ -141,14 +153,92 @@ def with_com_bounds(target: Target, radius: float) -> Target:
     return replace(target, com_bounds=tuple(bounds))
 
 
-def batch_target(model: RobotModel, payload_body: str = "", *, mass_factor: float = 0.0,
-                 com_radius: float = 0.0) -> Target:
+def sphere_slack(phi, centre: np.ndarray, radius: float):
+    """``m r² − ∫‖x − c‖² dm`` [kg·m²] of body parameters ``phi (10,)`` (inertia about the body
+    origin; a NumPy array or a cvxpy expression: linear in ``phi``), with
+    ``∫‖x − c‖² dm = ½ tr(I_O) − 2 cᵀh + m‖c‖²``: ≥ 0 when all the mass can lie in the sphere of
+    ``centre (3,)`` [m] and ``radius`` [m] (:func:`with_extent_bounds`)."""
+    c = np.asarray(centre, dtype=float)
+    # written term by term: ndarray @ cvxpy-expression would make an object array
+    first = sum(float(c[k]) * phi[1 + k] for k in range(3))
+    moment = 0.5 * (phi[4] + phi[7] + phi[9]) - 2.0 * first + phi[0] * float(c @ c)
+    return phi[0] * radius**2 - moment
+
+
+def nominal_extent(model: RobotModel, body: int, phi: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(centre (3,), radius [m])`` of the sphere a body's mass lies in by its nominal parameters
+    ``phi (10,)``: centred on the nominal CoM, reaching the body's origin (its joint), the origins
+    of its child bodies (the next joints) and the semi-axes of the uniform solid ellipsoid with the
+    nominal inertia (``a_x² = 5 (I_yy + I_zz − I_xx) / (2m)`` about the CoM, principal axes)."""
+    mass, com, inertia = inertial_from_body_params(phi)
+    moments = np.linalg.eigvalsh(inertia)
+    semi_sq = 2.5 / mass * (moments.sum() - 2.0 * moments)
+    reach = [float(np.sqrt(max(float(semi_sq.max()), 0.0))), float(np.linalg.norm(com))]
+    children = np.flatnonzero(model.mj.body_parentid == body)
+    reach += [float(np.linalg.norm(model.mj.body_pos[c] - com)) for c in children if c != body]
+    return com, max(reach)
+
+
+def with_extent_bounds(target: Target, factor: float) -> Target:
+    """``target`` with every body's mass kept inside a sphere of ``factor`` × its nominal extent
+    (:func:`nominal_extent`): the bounding-volume constraint of Wensing, Kim & Slotine (IEEE
+    RA-L 3(1), 2018, eq. 13) for a sphere of centre ``c`` and radius ``r``,
+    ``m r² − ∫‖x − c‖² dm ≥ 0``. It keeps the CoM within the sphere and caps the inertia a mass
+    can have (consistency alone lets an unexcited link hold metres-long inertia). ``factor`` ≤ 0:
+    none. Arm targets only."""
+    if factor <= 0:
+        return target
+    if factor < 1:
+        raise SysIdError(f"the extent factor must be >= 1 (or 0 for none), got {factor}")
+    if target.kind != "arm":
+        raise SysIdError("extent bounds apply to the arm target (a payload has no nominal extent)")
+    bounds = []
+    for body, (_label, sl) in zip(target.model.param_bodies, target.body_blocks, strict=True):
+        if float(target.prior[sl.start]) > 0:
+            centre, radius = nominal_extent(target.model, body, target.prior[sl])
+            bounds.append((sl.start, centre, factor * max(radius, MIN_EXTENT)))
+    return replace(target, extent_bounds=tuple(bounds))
+
+
+#: [m] smallest nominal extent radius (a point-mass body still has a size)
+MIN_EXTENT = 0.01
+
+
+@dataclass(frozen=True)
+class Plausibility:
+    """Bounds that keep an arm's exported standard parameters physically plausible around its
+    nominal model, on top of consistency (the default of every arm solve, ``sysid identify`` and
+    ``BatchSolve``): ``mass_factor`` K (each mass in [m₀/K, m₀·K]), ``extent_factor`` (each body's
+    mass inside that many times its nominal extent), ``com_radius`` [m] (each CoM within it of the
+    nominal, per axis). 0 turns one off; :meth:`off` all."""
+
+    mass_factor: float = 2.0
+    extent_factor: float = 1.5
+    com_radius: float = 0.0
+
+    @classmethod
+    def off(cls) -> Plausibility:
+        return cls(0.0, 0.0, 0.0)
+
+    def apply(self, target: Target) -> Target:
+        """``target`` with these bounds (see :func:`with_mass_bounds`, :func:`with_extent_bounds`,
+        :func:`with_com_bounds`)."""
+        target = with_mass_bounds(target, self.mass_factor)
+        target = with_extent_bounds(target, self.extent_factor)
+        return replace(with_com_bounds(target, self.com_radius), plausibility=self)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"mass_factor": self.mass_factor, "extent_factor": self.extent_factor,
+                "com_radius": self.com_radius}
+
+
+def batch_target(model: RobotModel, payload_body: str = "", *,
+                 plausibility: Plausibility | None = None) -> Target:
     """What ``sysid identify`` and ``BatchSolve`` identify: the payload on ``payload_body`` if
-    given, else the whole arm with its plausibility bounds (:func:`with_mass_bounds`,
-    :func:`with_com_bounds`; 0 = none)."""
+    given, else the whole arm within ``plausibility``'s bounds (default :class:`Plausibility`)."""
     if payload_body:
         return payload_target(model, payload_body)
-    return with_com_bounds(with_mass_bounds(arm_target(model), mass_factor), com_radius)
+    return (plausibility or Plausibility()).apply(arm_target(model))
 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,
