@@ -67,6 +67,12 @@ class SensorModel:
     encoder_resolution: float = 0.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        for name in ("position_noise", "velocity_noise", "torque_noise", "encoder_resolution"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise SysIdError(f"{name} must be a finite number >= 0, got {value!r}")
+
     @property
     def ideal(self) -> bool:
         return not (self.position_noise or self.velocity_noise or self.torque_noise
