@@ -329,10 +329,12 @@ class RobotModel:
     def require_scalar_joints(self, what: str) -> None:
         """Raise :class:`ModelError` naming the ball and free joints of the model when ``what`` (e.g.
         "joint-state data") supports hinge and slide joints only."""
-        other = [f"joint {j.name!r} is a {j.type} joint" for j in self.joints if j.type not in ("hinge", "slide")]
+        other = [f"joint {j.name!r} is a {j.type} joint" for j in self.joints
+                 if j.type not in ("hinge", "slide")]
         if other:
-            raise ModelError(f"{what} supports hinge and slide joints only: {', '.join(other)} (a free-floating base is supported by the online "
-                             "estimators in simulation: sysid_ros.core.sim.synthetic.floating_base)")
+            raise ModelError(f"{what} supports hinge and slide joints only: {', '.join(other)} (a "
+                             "free-floating base is supported by the online estimators in simulation: "
+                             "sysid_ros.core.sim.synthetic.floating_base)")
 
     @property
     def joint_qpos_indices(self) -> np.ndarray:
