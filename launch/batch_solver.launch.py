@@ -21,6 +21,9 @@ def generate_launch_description() -> LaunchDescription:
                               description="results are written only under this folder"),
         DeclareLaunchArgument("model_path", default_value="",
                               description="MJCF of the robot ('' = the package's default robot)"),
+        DeclareLaunchArgument("model_root", default_value="",
+                              description="a request's model_path must lie under this folder or be one "
+                                          "of the package's robot models ('' = data_root)"),
     ]
     node = Node(
         package="sysid_ros",
@@ -31,6 +34,7 @@ def generate_launch_description() -> LaunchDescription:
             "data_root": LaunchConfiguration("data_root"),
             "output_root": LaunchConfiguration("output_root"),
             "model_path": LaunchConfiguration("model_path"),
+            "model_root": LaunchConfiguration("model_root"),
         }],
     )
     return LaunchDescription([*args, node])

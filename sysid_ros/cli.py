@@ -164,9 +164,12 @@ def _parse_noise(spec: str | None, encoder: float, seed: int) -> SensorModel:
         if not item.strip():
             continue
         key, _, val = item.partition("=")
-        if key.strip() not in values:
-            raise SysIdError(f"--noise takes position=RAD,velocity=RAD_S,torque=NM, got {item!r}")
-        values[key.strip()] = float(val)
+        try:
+            if key.strip() not in values:
+                raise ValueError
+            values[key.strip()] = float(val)
+        except ValueError:
+            raise SysIdError(f"--noise takes position=RAD,velocity=RAD_S,torque=NM, got {item!r}") from None
     return SensorModel(values["position"], values["velocity"], values["torque"], encoder, seed)
 
 

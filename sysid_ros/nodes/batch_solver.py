@@ -1,10 +1,12 @@
 """Node ``batch_solver``: the ``BatchSolve`` service on recorded bags (and CSV files).
 
-Requests name a bag relative to the configured ``data_root`` and an output folder relative to
-``output_root``; paths resolving outside them are refused. The service callback is a coroutine:
-the solve runs in a worker thread while the (single-threaded) executor keeps serving, so a second
-request while one is running is refused at once with a clear message. The latest estimate is
-also published (latched) on ``~/estimate``.
+Requests name a bag relative to the configured ``data_root``, an output folder relative to
+``output_root`` and optionally a model relative to ``model_root`` (default: ``data_root``; the
+package's own robot models are accepted too); paths resolving outside them are refused. The
+``model_path`` parameter, set by whoever starts the node, is not confined. The service callback
+is a coroutine: the solve runs in a worker thread while the (single-threaded) executor keeps
+serving, so a second request while one is running is refused at once with a clear message. The
+latest estimate is also published (latched) on ``~/estimate``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -42,13 +45,20 @@ from sysid_ros.srv import BatchSolve
 def resolve_inside(root: Path, given: str, what: str) -> Path:
     """``given`` (relative to ``root``, or absolute inside it) as an absolute path; refuses paths
     that leave ``root`` (``..``, symlinks, absolute paths elsewhere)."""
+    return resolve_inside_any((root,), given, what)
+
+
+def resolve_inside_any(roots: Sequence[Path], given: str, what: str) -> Path:
+    """``given`` (relative to the first of ``roots``, or absolute) as an absolute path inside one
+    of ``roots``; refuses paths that leave them all (``..``, symlinks, absolute paths elsewhere)."""
     if not given:
         raise SysIdError(f"{what} is empty")
-    root = root.expanduser().resolve()
+    resolved = [Path(r).expanduser().resolve() for r in roots]
     path = Path(given).expanduser()
-    candidate = (path if path.is_absolute() else root / path).resolve()
-    if not candidate.is_relative_to(root):
-        raise SysIdError(f"{what} {given!r} resolves to {candidate}, outside {root}; refused")
+    candidate = (path if path.is_absolute() else resolved[0] / path).resolve()
+    if not any(candidate.is_relative_to(r) for r in resolved):
+        raise SysIdError(f"{what} {given!r} resolves to {candidate}, outside "
+                         f"{' and '.join(str(r) for r in resolved)}; refused")
     return candidate
 
 
@@ -61,6 +71,8 @@ class BatchSolverNode(Node):
             ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
             ("output_root", "sysid_results", "results are written only under this folder"),
             ("model_path", "", "default MJCF (empty: the package's default robot)"),
+            ("model_root", "", "a request's model_path must lie under this folder (relative paths "
+                               "start there) or among the package's robot models ('' = data_root)"),
             ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
             ("motor_command_topic", "/motor_command", "default MotorCommand topic in the bags"),
             ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
@@ -90,7 +102,8 @@ class BatchSolverNode(Node):
                                             callback_group=ReentrantCallbackGroup())
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
         self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
-                               f"output_root={self._output_root()}, methods {list(METHODS)}")
+                               f"output_root={self._output_root()}, model roots "
+                               f"{[str(r) for r in self._model_roots()]}, methods {list(METHODS)}")
 
     # -------------------------------------------------------------------------------- params
     def _validate(self, params) -> SetParametersResult:
@@ -116,6 +129,17 @@ class BatchSolverNode(Node):
 
     def _output_root(self) -> Path:
         return Path(self._get("output_root")).expanduser().resolve()
+
+    def _model_roots(self) -> list[Path]:
+        """Where a request's model may be: ``model_root`` (else ``data_root``), where relative
+        paths start, and the folder of the package's robot models."""
+        roots = [Path(self._get("model_root")).expanduser().resolve() if self._get("model_root")
+                 else self._data_root()]
+        try:
+            roots.append(default_robot_path().parent.resolve())
+        except SysIdError:  # no installed robot models
+            pass
+        return roots
 
     # ------------------------------------------------------------------------------ service
     async def _on_request(self, request: BatchSolve.Request, response: BatchSolve.Response):
@@ -164,7 +188,8 @@ class BatchSolverNode(Node):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}-{method}-{stamp}",
                              "output_dir")
-        model_path = request.model_path or self._get("model_path") or str(default_robot_path())
+        model_path = (resolve_inside_any(self._model_roots(), request.model_path, "model_path")
+                      if request.model_path else self._get("model_path") or str(default_robot_path()))
         model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
                                                                          request.armature))
         target = batch_target(model, request.payload_body, plausibility=Plausibility(

@@ -23,7 +23,10 @@ Publishes ``joint_states``
 (``sensor_msgs/JointState``, effort = applied torque) every ``publish_every`` steps, ``/clock``
 (other nodes run with ``use_sim_time``) and, latched, ``sim/true_parameters``
 (``sysid_ros/ParameterEstimate``): the simulated robot's true parameters, so estimates can be
-scored. Topic names are relative (``/joint_states`` ... in the root namespace): move them by
+scored. Commands with non-finite values or magnitudes above 1e6 (gains, targets, torques) are
+refused with a counted warning. Should the physics diverge all the same (MuJoCo flags a NaN, infinite
+or huge state and resets the robot to its reference pose), the node logs it and stops stepping: no
+reset state is published. Topic names are relative (``/joint_states`` ... in the root namespace): move them by
 namespace or remapping (``--ros-args -r joint_states:=/arm/joint_states``). The physics lives in
 :class:`sysid_ros.core.sim.mit_simulator.MitSimulator` (stepping
 :class:`sysid_ros.core.sim.plant.MitPlant`).
@@ -47,7 +50,7 @@ from sensor_msgs.msg import JointState
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
-from sysid_ros.core.sim.plant import SensorModel
+from sysid_ros.core.sim.plant import SensorModel, SimulationError
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
@@ -257,6 +260,8 @@ class MujocoSimNode(Node):
                         f"{(self.sim.step_count - steps0) / self.rate / max(now - wall0, 1e-9):.2f}, "
                         f"mode {self.sim.mode}, {self.sim.counters['commands']} commands")
                     last_report = now
+        except SimulationError as exc:  # diverged: MuJoCo reset the robot; publish no reset state
+            self.get_logger().fatal(f"simulation stopped, no more joint states are published: {exc}")
         except Exception as exc:  # a crash of the physics must not go unnoticed
             if self.context.ok():
                 self.get_logger().fatal(f"simulation stopped: {exc}")

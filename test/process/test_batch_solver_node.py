@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +37,8 @@ def roots(tmp_path):
     model = RobotModel.from_mjcf(MODEL)
     ds = simulate_dataset(model, duration=8.0, seed=3)
     write_bag(data / "run1", dataset_topics(ds), truth=ds.truth)
+    (data / "models").mkdir()
+    shutil.copy(MODEL, data / "models" / MODEL.name)  # a model a request may name (model_root = data_root)
     return data, out
 
 
@@ -129,7 +132,12 @@ def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_proc
     assert not bad.success and "outside" in bad.message
     assert not (out.parent.parent / "escape").exists()
 
-    again = client.call(bag_path="run1", method="ols", output_dir="second")
+    for outside in ("../out/x.xml", str(MODEL)):  # request models are confined to model_root
+        bad = client.call(bag_path="run1", method="ols", model_path=outside)
+        assert not bad.success and bad.message.startswith(f"model_path {outside!r} resolves to "), bad.message
+        assert "outside" in bad.message and bad.message.endswith("; refused"), bad.message
+
+    again = client.call(bag_path="run1", method="ols", output_dir="second", model_path="models/ur5e.xml")
     assert again.success, again.message
     assert node_process.poll() is None  # still serving
 

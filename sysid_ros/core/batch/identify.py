@@ -89,6 +89,19 @@ class IdentifyOptions:
     iv_tol: float = 1e-4
     progress: Callable[[str], None] | None = None
 
+    def __post_init__(self) -> None:
+        if not self.max_samples >= MIN_SDP_SAMPLES:
+            raise DataError(f"max_samples must be >= {MIN_SDP_SAMPLES}, got {self.max_samples}")
+        if not np.isfinite(self.regularization):
+            raise DataError(f"regularization must be a finite number (<= 0: the default), got "
+                            f"{self.regularization}")
+        if not (np.isfinite(self.min_speed) and self.min_speed >= 0):
+            raise DataError(f"min_speed must be a finite number >= 0 rad/s, got {self.min_speed}")
+
+
+#: fewest samples :class:`IdentifyOptions` lets the dual-metric SDP keep (the batch_solver's bound)
+MIN_SDP_SAMPLES = 10
+
 
 @dataclass(frozen=True)
 class PreparedSegment:

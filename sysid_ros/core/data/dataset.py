@@ -201,8 +201,11 @@ class Dataset:
     def for_model(self, model: RobotModel) -> Dataset:
         """Columns reordered to the model's dof joint names (extra joints dropped).
 
-        Raises :class:`DataError` naming the missing joints and the ones that came.
+        Raises :class:`DataError` naming the missing joints and the ones that came, and
+        :class:`ModelError` for a model with ball or free joints (joint states name hinge/slide
+        joints only).
         """
+        model.require_scalar_joints("joint-state data (bags, CSV files)")
         wanted = model.dof_joint_names
         missing = [j for j in wanted if j not in self.joint_names]
         if missing:

@@ -19,6 +19,7 @@ a gap.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,6 +61,10 @@ class Preprocessing:
     jitter_tolerance: float = 0.1
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
+            raise DataError(f"bandwidth must be a finite number > 0 Hz, got {self.bandwidth}")
+        if not (math.isfinite(self.min_segment) and self.min_segment >= 0):
+            raise DataError(f"min_segment must be a finite number >= 0 s, got {self.min_segment}")
         if self.resample not in ("auto", "off"):
             raise DataError(f"resample must be 'auto' or 'off', got {self.resample!r}")
         if not self.bridge_gaps >= 0 or not self.jitter_tolerance > 0:

@@ -48,6 +48,9 @@ class Limits:
         vel = np.where(np.isfinite(vel), vel, default_v) if velocity is None else \
             np.minimum(vel, np.broadcast_to(velocity, vel.shape))
         acc = np.broadcast_to(np.asarray(acceleration, dtype=float), (act.size,)).copy()
+        for name, value in (("acceleration", acc), ("velocity", vel)):
+            if not np.all(np.isfinite(value) & (value > 0)):
+                raise SysIdError(f"the {name} limits must be finite numbers > 0, got {value.tolist()}")
         return cls(lo, hi, vel, acc, model.torque_limits()[act])
 
 
@@ -114,6 +117,8 @@ class FourierTrajectory:
 
         ``q0`` defaults to the middle of each joint's range.
         """
+        if not harmonics >= 1:
+            raise SysIdError(f"expected at least 1 harmonic, got {harmonics}")
         rng = np.random.default_rng(seed)
         nv = limits.lower.shape[0]
         centre = 0.5 * (limits.lower + limits.upper) if q0 is None else np.asarray(q0, dtype=float)

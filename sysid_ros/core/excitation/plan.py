@@ -99,6 +99,7 @@ class ExcitationPlan:
         into the joint range; gains default to :func:`default_gains` clipped to the MIT ranges."""
         from sysid_ros.core.sim.simulation import default_gains
 
+        model.require_scalar_joints("an excitation plan (per-motor commands)")
         n = model.dof_indices.size
         limits = limits or Limits.of(model)
         start = np.asarray(start, dtype=float)
@@ -177,8 +178,11 @@ class ExcitationPlan:
 
     def sampled(self, rate: float) -> TrajectoryFile:
         """The whole run sampled at ``rate`` [Hz] as a replayable :class:`TrajectoryFile`."""
-        if not rate > 0:
-            raise SysIdError(f"rate must be positive, got {rate}")
+        from sysid_ros.core.sim.simulation import check_steps
+
+        if not (np.isfinite(rate) and rate > 0):
+            raise SysIdError(f"rate must be a finite number > 0 Hz, got {rate}")
+        check_steps(self.duration, 1.0 / rate)  # the file's samples bounded like a recorded run's
         t = np.arange(int(np.floor(self.duration * rate)) + 1) / rate
         q, dq, tau, kp, kd, _ = self.command(t)
         motors = self.model.motors

@@ -159,6 +159,9 @@ class RobotModel:
         self.joint_terms: tuple[JointTerm, ...] = tuple(t for t in JOINT_FIELDS if t in joint_terms)
         self.gravity = np.array(mj.opt.gravity, dtype=float)
         self.nq, self.nv = int(mj.nq), int(mj.nv)
+        if mj.njnt == 0:
+            raise ModelError(f"{source or 'the model'} has no joints: no body moves, so there are no "
+                             "dynamics to identify (expected at least one hinge, slide, ball or free joint)")
 
         self.joints: tuple[Joint, ...] = tuple(self._read_joint(mj, j) for j in range(mj.njnt))
         moving = np.zeros(mj.nbody, dtype=bool)
@@ -322,6 +325,16 @@ class RobotModel:
     def dof_joint_names(self) -> tuple[str, ...]:
         """Joint names of the hinge/slide joints in dof order (the names in JointState messages)."""
         return tuple(j.name for j in self.joints if j.type in ("hinge", "slide"))
+
+    def require_scalar_joints(self, what: str) -> None:
+        """Raise :class:`ModelError` naming the ball and free joints of the model when ``what`` (e.g.
+        "joint-state data") supports hinge and slide joints only."""
+        other = [f"joint {j.name!r} is a {j.type} joint" for j in self.joints
+                 if j.type not in ("hinge", "slide")]
+        if other:
+            raise ModelError(f"{what} supports hinge and slide joints only: {', '.join(other)} (a "
+                             "free-floating base is supported by the online estimators in simulation: "
+                             "sysid_ros.core.sim.synthetic.floating_base)")
 
     @property
     def joint_qpos_indices(self) -> np.ndarray:

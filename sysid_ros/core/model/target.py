@@ -7,6 +7,7 @@ physically consistent (pseudo-inertia LMIs, non-negative friction and rotor iner
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -122,7 +123,9 @@ def with_mass_bounds(target: Target, factor: float) -> Target:
     (prior) mass m₀ > 0: consistency alone lets unexcited directions take any mass (a 16 kg arm
     identified at 969 kg), the bounds keep the exported parameters plausible. ``factor`` ≤ 0:
     no bounds. Arm targets only (a payload's prior is a placeholder, not a nominal)."""
-    if factor <= 0:
+    if not (math.isfinite(factor) and factor >= 0):
+        raise SysIdError(f"the mass factor must be a finite number > 1 (or 0 for none), got {factor}")
+    if factor == 0:
         return target
     if factor <= 1:
         raise SysIdError(f"the mass factor must be > 1 (or 0 for none), got {factor}")
@@ -141,7 +144,9 @@ def with_com_bounds(target: Target, radius: float) -> Target:
     """``target`` with every body's centre of mass kept within ``radius`` [m] (per axis, in the
     body frame) of its nominal (prior) CoM: an unexcited direction cannot push a CoM metres out
     of its link. ``radius`` ≤ 0: no bounds. Arm targets only."""
-    if radius <= 0:
+    if not (math.isfinite(radius) and radius >= 0):
+        raise SysIdError(f"the CoM radius must be a finite number >= 0 m (0 for none), got {radius}")
+    if radius == 0:
         return target
     if target.kind != "arm":
         raise SysIdError("CoM bounds apply to the arm target (a payload has no nominal CoM)")

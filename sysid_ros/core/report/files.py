@@ -4,6 +4,9 @@ The writer solves and estimates nothing: it formats what the :class:`Identificat
 (the exported parameters are ``result.parameters``) and what the caller evaluated
 (:func:`~sysid_ros.core.report.metrics.evaluate`). Files are written into a staging folder and
 moved into the output folder only when all of them exist, so a failed run leaves nothing behind.
+The staging folder, ``.sysid-partial-<pid>-*``, names the writing process: one left by a process
+that was killed (``kill -9``) is removed by the next write into the same folder
+(:func:`remove_stale_staging`; the outputs can be recomputed).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,6 +37,47 @@ from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.synthetic import Payload, payload_spec
 
 log = logging.getLogger(__name__)
+
+STAGING_PREFIX = ".sysid-partial-"
+_STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
+
+
+def remove_stale_staging(out_dir: str | Path) -> list[Path]:
+    """Remove the staging folders ``.sysid-partial-<pid>-*`` in ``out_dir`` whose process no longer
+    runs (a writer killed before it finished; same host); each removal is logged as a warning.
+    Folders of running processes are left alone, and so are unnamed ones of older versions
+    (``.sysid-partial-*`` without a pid: reported, to be removed by hand). Returns the removed."""
+    removed = []
+    for folder in sorted(Path(out_dir).glob(f"{STAGING_PREFIX}*")):
+        if not folder.is_dir():
+            continue
+        match = _STAGING_PID.match(folder.name)
+        if match is None:
+            log.warning("%s: partial output of an older version, left as it is (remove it if no "
+                        "identification is writing into %s)", folder, out_dir)
+            continue
+        pid = int(match.group(1))
+        if _running(pid):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            log.warning("removed %s: partial output of process %d, which ended before it finished",
+                        folder, pid)
+            removed.append(folder)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (one of another user counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def summary(result: IdentificationResult, evaluation: Evaluation | None = None) -> str:
@@ -93,7 +138,8 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         raise SysIdError(f"{result.method}: the result exports no standard parameters to write")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".sysid-partial-", dir=out_dir))
+    remove_stale_staging(out_dir)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out_dir))
     try:
         doc = result.as_dict()
         doc["target"] = {"kind": target.kind, "body": None if target.body is None

@@ -33,7 +33,13 @@ from sysid_ros.core.sim.plant import JointCommand, MitPlant, SensorModel
 from sysid_ros.core.sim.simulation import default_gains
 from sysid_ros.core.sim.synthetic import Payload, floating_base, true_parameters, with_payload
 
-__all__ = ["JointSample", "MitSimulator", "SimOptions"]
+__all__ = ["MAX_COMMAND_MAGNITUDE", "JointSample", "MitSimulator", "SimOptions"]
+
+#: largest magnitude of any commanded position [rad], velocity [rad/s], torque [N·m] or gain
+#: (metres and newtons for slide joints) :meth:`MitSimulator.command` takes; far above any
+#: motor's (a Damiao motor: 12.5 rad, 45 rad/s, 200 N·m, kp 500, kd 5), low enough that the MIT
+#: law's torque from a finite state is finite
+MAX_COMMAND_MAGNITUDE = 1e6
 
 
 @dataclass(frozen=True)
@@ -158,8 +164,8 @@ class MitSimulator:
         starting at or after ``stamp + 1/rate`` (``None``: at the next step); commands due at
         the same step apply in stamp order, then arrival order. An empty ``names`` list is a
         valid command that changes nothing (a controller saying it has seen the state).
-        Raises :class:`DataError` (and changes nothing) on unknown names, mismatched lengths
-        or non-finite values (stamp included)."""
+        Raises :class:`DataError` (and changes nothing) on unknown names, mismatched lengths,
+        non-finite values (stamp included) or magnitudes above :data:`MAX_COMMAND_MAGNITUDE`."""
         names = list(names)
         unknown = [n for n in names if n not in self._index]
         if unknown:
@@ -177,6 +183,9 @@ class MitSimulator:
                 raise DataError(f"{key}: non-finite values {arr.tolist()}")
             if key in ("kp", "kd") and np.any(arr < 0):
                 raise DataError(f"{key}: gains must be >= 0, got {arr.tolist()}")
+            if np.any(np.abs(arr) > MAX_COMMAND_MAGNITUDE):
+                raise DataError(f"{key}: expected magnitudes <= {MAX_COMMAND_MAGNITUDE:g}, "
+                                f"got {arr.tolist()}")
             arrays[key] = arr
         if stamp is not None and not np.isfinite(stamp):
             raise DataError(f"stamp: non-finite {stamp}")

@@ -48,10 +48,16 @@ __all__ = ["JointCommand", "MitPlant", "PlantSample", "SensorModel", "SimulatedR
 Integrator = Literal["euler", "rk4"]
 _INTEGRATORS = {"euler": int(mujoco.mjtIntegrator.mjINT_EULER), "rk4": int(mujoco.mjtIntegrator.mjINT_RK4)}
 _HINGE_OR_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+#: MuJoCo's warnings of a diverged state (NaN, infinite or > 1e10 in qpos, qvel, qacc); MuJoCo
+#: then resets the data to the model's reference pose and carries on
+_DIVERGENCE_WARNINGS = {int(mujoco.mjtWarning.mjWARN_BADQPOS): "position",
+                        int(mujoco.mjtWarning.mjWARN_BADQVEL): "velocity",
+                        int(mujoco.mjtWarning.mjWARN_BADQACC): "acceleration"}
 
 
 class SimulationError(SysIdError):
-    """The simulated robot's state stopped being finite (the physics diverged)."""
+    """The simulated robot's state stopped being finite or sane (the physics diverged: MuJoCo
+    flagged a NaN, infinite or huge position, velocity or acceleration and reset the data)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,12 @@ class SensorModel:
     torque_noise: float = 0.0
     encoder_resolution: float = 0.0
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("position_noise", "velocity_noise", "torque_noise", "encoder_resolution"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise SysIdError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @property
     def ideal(self) -> bool:
@@ -163,6 +175,8 @@ class MitPlant:
             sim.opt.tolerance = solver_tolerance
         self.mj = sim
         self.data = mujoco.MjData(sim)
+        # views of MuJoCo's divergence counters, read after every step (see _advance)
+        self._divergence = tuple((self.data.warning[w], what) for w, what in _DIVERGENCE_WARNINGS.items())
         self.timestep = float(timestep)
         self._rk4 = int(sim.opt.integrator) == _INTEGRATORS["rk4"]
 
@@ -193,6 +207,7 @@ class MitPlant:
         self._tau = np.zeros(sim.nv)  # applied generalised force, 0 on unactuated dofs
         self.step_count = 0
         self.counters = {"saturated_steps": 0, "limp_steps": 0}
+        self.failure = ""  # why the physics stopped (see _diverged); '' while it runs
 
     @classmethod
     def of(cls, model: RobotModel, mj: mujoco.MjModel | None = None, **options) -> MitPlant:
@@ -345,6 +360,8 @@ class MitPlant:
     def _advance(self, tau: np.ndarray, *, acceleration: bool = False) -> np.ndarray | None:
         """Apply ``tau (n,)`` for one step. ``acceleration``: return the forward-dynamics
         acceleration ``(nv,)`` at the state before the step (RK4 overwrites it: computed first)."""
+        if self.failure:
+            raise SimulationError(self.failure)
         data = self.data
         self._tau[self._dofs] = tau
         data.qfrc_applied[:] = self._tau
@@ -359,9 +376,28 @@ class MitPlant:
                 acc = data.qacc
         k = self.step_count
         self.step_count = k + 1
+        for warning, what in self._divergence:
+            if warning.number:
+                self._diverged(k, what, int(warning.lastinfo))
         if not math.isfinite(data.qpos.sum()):
             raise SimulationError(f"the simulation diverged at step {k} (t={k * self.timestep:.3f} s)")
         return acc
+
+    def _diverged(self, k: int, what: str, dof: int) -> None:
+        """MuJoCo flagged a bad ``what`` at ``dof`` during step ``k`` and reset the data: the plant
+        stops for good (:attr:`failure` says why; every later step raises again) and raises
+        :class:`SimulationError` — a reset state is not the robot's and must not be measured."""
+        for warning, _ in self._divergence:
+            warning.number = 0
+        joint = int(self.mj.dof_jntid[dof]) if 0 <= dof < self.mj.nv else -1
+        name = (mujoco.mj_id2name(self.mj, mujoco.mjtObj.mjOBJ_JOINT, joint) or f"joint {joint}"
+                if joint >= 0 else "?")
+        self.failure = (
+            f"the physics diverged at step {k} (t={k * self.timestep:.3f} s): MuJoCo found a NaN, "
+            f"infinite or huge (> 1e10) {what} at dof {dof} (joint {name!r}) and reset the robot to its "
+            f"reference pose; stopped (too stiff gains or too large torques for the {self.timestep:g} s "
+            "time step?)")
+        raise SimulationError(self.failure)
 
 
 def _joint_ids(mj: mujoco.MjModel, joints: Sequence[str | int] | None) -> np.ndarray:

@@ -8,6 +8,7 @@ stepping is :class:`~sysid_ros.core.sim.plant.MitPlant`'s (:meth:`~.plant.MitPla
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -19,7 +20,30 @@ from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.plant import MitPlant, SensorModel, SimulatedRun
 
-__all__ = ["Recording", "SensorModel", "SimulatedRun", "default_gains", "run_mit", "simulate_mit"]
+__all__ = ["MAX_STEPS", "Recording", "SensorModel", "SimulatedRun", "check_steps", "default_gains", "run_mit",
+           "simulate_mit"]
+
+#: most physics steps one recorded run may take (2e6: 33 min at 1 kHz, 20 s at 100 kHz; a 6-dof
+#: recording of that length holds about 1 GB)
+MAX_STEPS = 2_000_000
+
+
+def check_steps(duration: float, timestep: float) -> int:
+    """The number of steps ``round(duration / timestep)`` of a recorded run, refusing non-finite or
+    non-positive durations [s] and time steps [s], runs shorter than one step and runs longer
+    than :data:`MAX_STEPS` (:class:`SysIdError` naming the numbers)."""
+    if not (math.isfinite(timestep) and timestep > 0):
+        raise SysIdError(f"the time step must be a finite number > 0 s, got {timestep} s "
+                         f"(rate {1.0 / timestep if timestep else math.inf:g} Hz)")
+    if not (math.isfinite(duration) and duration > 0):
+        raise SysIdError(f"the duration must be a finite number > 0 s, got {duration} s")
+    steps = round(duration / timestep)
+    if steps < 1:
+        raise SysIdError(f"duration {duration} s is shorter than one time step ({timestep} s)")
+    if steps > MAX_STEPS:
+        raise SysIdError(f"{duration:g} s at {1.0 / timestep:g} Hz is {steps:.4g} samples, more than the "
+                         f"limit of {MAX_STEPS:.4g}: lower the rate or the duration")
+    return steps
 
 
 def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_hz: float = 3.0,
@@ -29,7 +53,8 @@ def default_gains(model: RobotModel, q: np.ndarray | None = None, *, bandwidth_h
     matrix (armature included) at ``q`` (default: the middle of the joint ranges)."""
     act = model.dof_indices
     lo, hi = (x[act] for x in model.joint_limits())
-    mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+    limited = np.isfinite(lo) & np.isfinite(hi)
+    mid = np.where(limited, 0.5 * (np.where(limited, lo, 0.0) + np.where(limited, hi, 0.0)), 0.0)
     data = mujoco.MjData(model.mj)
     data.qpos[model.joint_qpos_indices] = mid if q is None else q
     mujoco.mj_forward(model.mj, data)
@@ -105,9 +130,7 @@ def simulate_mit(
                          f"{trajectory.q0.shape[0]}")
     floating = act.size != model.nv
     dt = float(mj.opt.timestep if timestep is None else timestep)
-    steps = round(duration / dt)
-    if steps < 1:
-        raise SysIdError(f"duration {duration} s is shorter than one time step ({dt} s)")
+    steps = check_steps(duration, dt)
     t = np.arange(steps) * dt
     q_ref, dq_ref, ddq_ref = trajectory.evaluate(t)
     if floating:  # the inverse dynamics of a floating base needs its acceleration: PD only
