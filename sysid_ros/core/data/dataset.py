@@ -201,8 +201,10 @@ class Dataset:
     def for_model(self, model: RobotModel) -> Dataset:
         """Columns reordered to the model's dof joint names (extra joints dropped).
 
-        Raises :class:`DataError` naming the missing joints and the ones that came.
+        Raises :class:`DataError` naming the missing joints and the ones that came, and
+        :class:`ModelError` for a model with a floating base (no joint states of the base).
         """
+        model.check_fixed_base(f"{self.source}: joint-state data")
         wanted = model.dof_joint_names
         missing = [j for j in wanted if j not in self.joint_names]
         if missing:

@@ -398,6 +398,15 @@ class RobotModel:
         """dof (qvel) index of each hinge/slide joint, in ``dof_joint_names`` order."""
         return np.array([j.dof_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
 
+    def check_fixed_base(self, what: str) -> None:
+        """:class:`ModelError` if the model has free or ball joints (a floating base): ``what``
+        (e.g. "joint-state data") holds the hinge/slide joints only, not the base's pose."""
+        floating = [f"{j.name} ({j.type})" for j in self.joints if j.type in ("free", "ball")]
+        if floating:
+            raise ModelError(f"{what} hold(s) hinge/slide joint states only, but the model has "
+                             f"{', '.join(floating)}: a floating base needs its pose and velocity; "
+                             "load the model with a fixed base (--base fixed, node parameter base: fixed)")
+
     def joint_limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower/upper position limits per dof ``(nv,)``; ``±inf`` where unlimited."""
         lo, hi = np.full(self.nv, -np.inf), np.full(self.nv, np.inf)

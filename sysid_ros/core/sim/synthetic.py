@@ -151,6 +151,7 @@ def simulate_dataset(model: RobotModel, *, duration: float = 30.0, seed: int = 0
     ``rate`` [Hz]: physics and recording rate (default: the model's timestep). The feed-forward
     torque uses the bare model (the payload is unknown to the controller).
     """
+    model.check_fixed_base("a simulated dataset")
     truth_mj = with_payload(model, payload) if payload is not None else None
     traj = trajectory or FourierTrajectory.random(Limits.of(model), harmonics=harmonics,
                                                   period=period, seed=seed)
