@@ -45,6 +45,7 @@ from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import Plausibility, batch_target
+from sysid_ros.core.model.urdf import BASES
 from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
@@ -59,7 +60,7 @@ log = logging.getLogger("sysid")
 
 def _inspect(args: argparse.Namespace) -> int:
     terms = () if args.no_joint_terms else ("Fc", "Fv", "Fo", "Ia")
-    model = RobotModel.from_mjcf(args.model, joint_terms=terms)
+    model = RobotModel.from_mjcf(args.model, joint_terms=terms, base=args.base)
     base = base_parameters(model, seed=args.seed)
     info = {
         "model": str(Path(args.model).resolve()),
@@ -174,7 +175,7 @@ def _parse_noise(spec: str | None, encoder: float, seed: int) -> SensorModel:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    model = RobotModel.from_mjcf(args.model)
+    model = RobotModel.from_mjcf(args.model, base=args.base)
     payload = Payload.parse(args.payload) if args.payload else None
     sensor = _parse_noise(args.noise, args.encoder_resolution, args.seed)
     start = time.perf_counter()
@@ -188,7 +189,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
-    model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature))
+    model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature),
+                                 base=args.base)
     target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
         args.mass_factor, args.extent_factor, args.com_radius))
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
@@ -310,16 +312,24 @@ def _bag_recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_base_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", choices=BASES, default=None,
+                        help="fixed: weld the root to the world; floating: a free joint on the root "
+                        "(URDF: MuJoCo's import welds the root link); default: as the model says. "
+                        "Data of joint states (simulate, identify) need a fixed base")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sysid", description="Robot arm dynamic-parameter identification.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("inspect", help="joints, bodies, parameter count, base rank of an MJCF model")
-    p.add_argument("model", help="MJCF file")
+    p.add_argument("model", help="MJCF or URDF file")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-joint-terms", action="store_true", help="rigid-body parameters only")
     p.add_argument("--seed", type=int, default=0, help="seed of the random excitation")
+    _add_base_option(p)
     p.set_defaults(func=_inspect)
 
     p = sub.add_parser("demo", help="the closed loop in simulation: sim + trajectory + online estimator + "
@@ -349,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_pipeline)
 
     p = sub.add_parser("trajectory", help="an excitation trajectory as a replayable per-motor file")
-    p.add_argument("model", help="MJCF file")
+    p.add_argument("model", help="MJCF or URDF file")
     p.add_argument("--export", required=True, metavar="FILE", help="CSV file to write")
     p.add_argument("--optimize", action="store_true", help="minimise the base regressor's condition number")
     p.add_argument("--coefficients", help="JSON {q0, a, b, period} instead of random/optimised ones")
@@ -365,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_trajectory)
 
     p = sub.add_parser("simulate", help="write a rosbag2 bag of a simulated excitation (with truth)")
-    p.add_argument("model", help="MJCF file")
+    p.add_argument("model", help="MJCF or URDF file")
     p.add_argument("--out", required=True, help="bag directory to create")
     p.add_argument("--duration", type=float, default=30.0, help="[s]")
     p.add_argument("--seed", type=int, default=0)
@@ -374,11 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--payload", help="body=NAME,mass=KG,com=X,Y,Z[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz]")
     p.add_argument("--rate", type=float, help="physics and recording rate [Hz] (default: the model's)")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    _add_base_option(p)
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("identify", help="identify parameters from a bag or CSV file")
     p.add_argument("data", help="rosbag2 directory or CSV file")
-    p.add_argument("--model", required=True, help="MJCF file")
+    p.add_argument("--model", required=True, help="MJCF or URDF file")
     p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
@@ -424,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")
     p.add_argument("--no-plots", action="store_true")
+    _add_base_option(p)
     p.set_defaults(func=_identify)
 
     p = sub.add_parser("bag", help="bag maintenance: recover an interrupted recording")

@@ -29,7 +29,7 @@ from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method
 from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.robot import RobotModel, joint_terms
+from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import Plausibility, batch_target
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
@@ -38,6 +38,7 @@ from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED
+from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
 
@@ -70,7 +71,7 @@ class BatchSolverNode(Node):
         declare_parameters(self, (
             ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
             ("output_root", "sysid_results", "results are written only under this folder"),
-            ("model_path", "", "default MJCF (empty: the package's default robot)"),
+            *MODEL_PARAMETERS,
             ("model_root", "", "a request's model_path must lie under this folder (relative paths "
                                "start there) or among the package's robot models ('' = data_root)"),
             ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
@@ -95,6 +96,7 @@ class BatchSolverNode(Node):
              "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
+        self._models = RobotModelSource(self)
         self._busy = threading.Lock()
         self._current = ""
         # reentrant: a new request is taken while an earlier one awaits its worker (and is refused)
@@ -188,10 +190,10 @@ class BatchSolverNode(Node):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}-{method}-{stamp}",
                              "output_dir")
-        model_path = (resolve_inside_any(self._model_roots(), request.model_path, "model_path")
-                      if request.model_path else self._get("model_path") or str(default_robot_path()))
-        model = RobotModel.from_mjcf(model_path, joint_terms=joint_terms(list(request.friction),
-                                                                         request.armature))
+        model_path = (str(resolve_inside_any(self._model_roots(), request.model_path, "model_path"))
+                      if request.model_path else "")
+        model = self._models.load(model_path=model_path,
+                                  joint_terms=joint_terms(list(request.friction), request.armature))
         target = batch_target(model, request.payload_body, plausibility=Plausibility(
             float(self._get("mass_factor")), float(self._get("extent_factor")),
             float(self._get("com_radius"))))

@@ -64,13 +64,13 @@ from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
-from sysid_ros.resources import default_robot_path
+from sysid_ros.nodes.robot_model import MODEL_PARAMETER_NAMES, MODEL_PARAMETERS, RobotModelSource
 
 #: the session's options, named, defaulted and described as in the core (and the CLI)
 SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[name])
                            for name in OnlineOptions.names())
 NODE_PARAMETERS = (
-    ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+    *MODEL_PARAMETERS,
     ("target", "arm", "'arm' for every parameter, or a body name for a payload on that body"),
     ("friction", "", "arm target: comma list of coulomb, viscous, offset"),
     ("armature", False, "arm target: identify rotor inertia per joint"),
@@ -84,7 +84,7 @@ NODE_PARAMETERS = (
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
 #: what a change of each parameter at run time does (session options: rebuild the session)
-_REBUILD = {*OnlineOptions.names(), "model_path", "target", "friction", "armature", "prior"}
+_REBUILD = {*OnlineOptions.names(), *MODEL_PARAMETER_NAMES, "target", "friction", "armature", "prior"}
 _TIMERS = {"publish_rate", "process_rate"}
 _AT_START = {"reliable_input"}
 #: log line of each kind of rejection (the counter is appended)
@@ -110,6 +110,7 @@ class EstimatorNode(Node):
         self._stamped: bool | None = None  # does the driver stamp? (None: not known yet)
         self._held: tuple | None = None  # a first message stamped 0, until the next one tells
         self._progress_ns = -1  # data time of the newest sample processed
+        self._models = RobotModelSource(self)
         self._build()
         self.add_on_set_parameters_callback(self._validate)
         self.add_post_set_parameters_callback(self._apply)
@@ -211,10 +212,10 @@ class EstimatorNode(Node):
     def _target_and_options(self, get) -> tuple[Target, OnlineOptions]:
         """What the parameter values ``get(name)`` describe; raises :class:`SysIdError` naming
         what is wrong (so a change at run time can be refused before it is made)."""
-        model_path = get("model_path") or str(default_robot_path())
         kind = get("target")
         terms = joint_terms(get("friction"), bool(get("armature"))) if kind == "arm" else ()
-        model = RobotModel.from_mjcf(model_path, joint_terms=terms)
+        model = self._models.load(get, joint_terms=terms)
+        model.check_fixed_base("the estimator's joint states")
         prior = self._prior(model, kind, get("prior"))
         target = (arm_target(model, prior=prior) if kind == "arm"
                   else payload_target(model, kind, prior=prior))

@@ -48,7 +48,6 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
 from sysid_ros.core.sim.plant import SensorModel, SimulationError
 from sysid_ros.core.sim.synthetic import Payload
@@ -57,14 +56,14 @@ from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
-from sysid_ros.resources import default_robot_path
+from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 
 # deep enough that a reliable subscriber that falls behind for a few seconds loses nothing
 STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
 PARAMETERS = (
-    ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+    *MODEL_PARAMETERS,
     ("rate", 1000.0, "physics rate [Hz]"),
     ("real_time_factor", 1.0, "simulated seconds per wall second (0 = as fast as possible)"),
     ("publish_every", 1, "publish a JointState every this many physics steps"),
@@ -103,8 +102,9 @@ class MujocoSimNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("mujoco_sim", **kwargs)
         declare_parameters(self, PARAMETERS)
-        model_path = self._get("model_path") or str(default_robot_path())
-        self.model = RobotModel.from_mjcf(model_path)
+        models = RobotModelSource(self)
+        self.model = models.load()
+        model_path = models.origin
         self.sim = MitSimulator(self.model, self._options())
         self.rate = float(self._get("rate"))
         self.rtf = float(self._get("real_time_factor"))

@@ -42,16 +42,15 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.design import choose_excitation
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan
-from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.msg import MotorCommand
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
-from sysid_ros.resources import default_robot_path
+from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 
 STREAM = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 PARAMETERS = (
-    ("model_path", "", "MJCF of the robot ('' = the package's default robot)"),
+    *MODEL_PARAMETERS,
     ("rate", 500.0, "command rate [Hz]"),
     ("harmonics", 5, "Fourier harmonics per joint"),
     ("period", 10.0, "Fourier base period [s]"),
@@ -82,8 +81,7 @@ class TrajectoryPublisherNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("trajectory_publisher", **kwargs)
         declare_parameters(self, PARAMETERS)
-        model_path = self._get("model_path") or str(default_robot_path())
-        self.model = RobotModel.from_mjcf(model_path)
+        self.model = RobotModelSource(self).load()
         self.names = self.model.dof_joint_names
         self.limits = self._limits()
         self.trajectory = self._trajectory()

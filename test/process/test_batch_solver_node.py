@@ -116,7 +116,7 @@ def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_proc
     assert ok.estimate.rank == len(ok.estimate.base_values) == len(beta_true)
     np.testing.assert_allclose(ok.estimate.base_values, beta_true, atol=1e-4 * np.abs(beta_true).max())
     files = [Path(f) for f in ok.output_files]
-    assert {f.name for f in files} == {"result.json", "identified.xml"}
+    assert {f.name for f in files} == {"result.json", "identified.xml", "identified.urdf"}
     assert all(f.is_file() and f.is_relative_to(out) for f in files)
     assert ok.solve_time > 0
     assert got.wait(TIMEOUT) and latched[-1].method == "pc_ls"

@@ -202,9 +202,10 @@ class Dataset:
         """Columns reordered to the model's dof joint names (extra joints dropped).
 
         Raises :class:`DataError` naming the missing joints and the ones that came, and
-        :class:`ModelError` for a model with ball or free joints (joint states name hinge/slide
-        joints only).
+        :class:`ModelError` for a model with a floating base (no joint states of the base) or
+        other ball or free joints (joint states name hinge/slide joints only).
         """
+        model.check_fixed_base(f"{self.source}: joint-state data")
         model.require_scalar_joints("joint-state data (bags, CSV files)")
         wanted = model.dof_joint_names
         missing = [j for j in wanted if j not in self.joint_names]

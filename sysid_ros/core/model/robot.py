@@ -36,6 +36,7 @@ from sysid_ros.core.model.spatial import (
     mat_to_quat,
     quat_to_mat,
 )
+from sysid_ros.core.model.urdf import check_base, is_urdf, set_base, urdf_for_mujoco
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -149,6 +150,8 @@ class RobotModel:
         include_massless: bool = False,
         source: str | None = None,
         xml: str | None = None,
+        urdf: str | None = None,
+        spec_factory: Callable[[], mujoco.MjSpec] | None = None,
     ) -> None:
         unknown = [t for t in joint_terms if t not in JOINT_FIELDS]
         if unknown:
@@ -156,6 +159,9 @@ class RobotModel:
         self.mj = mj
         self.source = source
         self._xml = xml
+        #: the source URDF (geometry and URIs as written, base option applied), None for MJCF
+        self.urdf = urdf
+        self._spec_factory = spec_factory
         self.joint_terms: tuple[JointTerm, ...] = tuple(t for t in JOINT_FIELDS if t in joint_terms)
         self.gravity = np.array(mj.opt.gravity, dtype=float)
         self.nq, self.nv = int(mj.nq), int(mj.nv)
@@ -210,34 +216,93 @@ class RobotModel:
 
     # ------------------------------------------------------------------------------ construction
     @classmethod
-    def from_mjcf(cls, path: str | os.PathLike[str], **kwargs) -> RobotModel:
+    def load(cls, model: str | os.PathLike[str], *, base: str | None = None, **kwargs) -> RobotModel:
+        """A model from a path to an MJCF or URDF file, or from its XML text (a string starting
+        with ``<``): the one rule for every place a model is given (``--model``, ``model_path``,
+        ``robot_description``). ``base``: see :meth:`from_mjcf`."""
+        if isinstance(model, str) and model.lstrip().startswith("<"):
+            return cls.from_xml_string(model, base=base, **kwargs)
+        return cls.from_mjcf(model, base=base, **kwargs)
+
+    @classmethod
+    def from_mjcf(cls, path: str | os.PathLike[str], *, base: str | None = None, **kwargs) -> RobotModel:
         """Load an MJCF file, or a URDF (root ``<robot>``). Keyword options as in the constructor.
 
-        A URDF's ``<visual>`` and ``<collision>`` elements are dropped before MuJoCo reads it:
-        identification needs the kinematics and inertials only, and their meshes usually name
-        ``package://`` paths that only a ROS workspace resolves. MuJoCo's URDF import then merges
-        links joined by fixed joints into their parent (``fusestatic``), so parameters are named
-        by the moving bodies; the identified model is written as MJCF."""
+        URDF: ``<collision>`` elements are dropped; ``<visual>`` meshes are resolved
+        (``package://`` against ``AMENT_PREFIX_PATH``/``ROS_PACKAGE_PATH``, relative paths against
+        the file's folder) and kept for viewing as massless, non-colliding geoms, or dropped with
+        one info line when they cannot be found or read (meshes carry no dynamics; see
+        :mod:`sysid_ros.core.model.urdf`). MuJoCo's URDF import welds the root link to the world
+        and merges links joined by fixed joints into their parent (``fusestatic``), so parameters
+        are named by the moving links.
+
+        ``base``: None keeps what the file says; "floating" puts a free joint on the root (URDF:
+        a ``floating`` joint from an added ``world`` link; MJCF: a free joint on the first body
+        under the world, which must have no joint); "fixed" removes such a free joint."""
         path = Path(path)
         if not path.is_file():
             raise ModelError(f"expected an MJCF or URDF file, got {str(path)!r} (not found)")
-        urdf = _urdf_without_geometry(path)
         try:
-            if urdf is not None:
-                return cls(mujoco.MjModel.from_xml_string(urdf), xml=urdf, **kwargs)
+            root = ET.parse(path).getroot()
+        except ET.ParseError:
+            root = None  # MuJoCo's own parser says what is wrong
+        source = str(path.resolve())
+        if root is not None and is_urdf(root):
+            return cls._from_urdf(root, base_dir=path.parent, base=base, source=source, **kwargs)
+        if check_base(base) is not None:
+            def factory() -> mujoco.MjSpec:
+                return _mjcf_with_base(mujoco.MjSpec.from_file(str(path)), base)
+            try:
+                mj = factory().compile()
+            except ValueError as exc:
+                raise ModelError(f"MuJoCo could not load {str(path)!r}: {exc}") from exc
+            return cls(mj, source=source, spec_factory=factory, **kwargs)
+        try:
             mj = mujoco.MjModel.from_xml_path(str(path))
         except ValueError as exc:  # MuJoCo's parse/compile errors
             raise ModelError(f"MuJoCo could not load {str(path)!r}: {exc}") from exc
-        return cls(mj, source=str(path.resolve()), **kwargs)
+        return cls(mj, source=source, **kwargs)
 
     @classmethod
-    def from_xml_string(cls, xml: str, **kwargs) -> RobotModel:
-        """Load MJCF text (no external assets)."""
+    def from_xml_string(cls, xml: str, *, base: str | None = None, **kwargs) -> RobotModel:
+        """Load MJCF or URDF text (MJCF: no external assets; URDF: meshes as in :meth:`from_mjcf`,
+        relative paths not resolved). ``base``: see :meth:`from_mjcf`."""
+        try:
+            root = ET.fromstring(xml)
+        except ET.ParseError as exc:
+            raise ModelError(f"expected MJCF or URDF XML text, got text that does not parse: {exc}") from None
+        if is_urdf(root):
+            return cls._from_urdf(root, base_dir=None, base=base, source=None, **kwargs)
+        if check_base(base) is not None:
+            xml = _mjcf_with_base(mujoco.MjSpec.from_string(xml), base).to_xml()
         try:
             mj = mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo could not load the MJCF text: {exc}") from exc
         return cls(mj, xml=xml, **kwargs)
+
+    @classmethod
+    def _from_urdf(cls, root: ET.Element, *, base_dir: Path | None, base: str | None,
+                   source: str | None, **kwargs) -> RobotModel:
+        set_base(root, base)
+        what = repr(source) if source else "the URDF text"
+        text = urdf_for_mujoco(root, base_dir=base_dir)
+        try:
+            mj = mujoco.MjModel.from_xml_string(text)
+        except ValueError as exc:
+            bare = urdf_for_mujoco(root, base_dir=base_dir, geometry=False)
+            try:
+                mj = mujoco.MjModel.from_xml_string(bare)
+            except ValueError:
+                raise ModelError(f"MuJoCo could not load {what}: {exc}") from exc
+            log.info("MuJoCo could not read the meshes of %s (%s): loaded without geometry", what, exc)
+            text = bare
+        return cls(mj, source=source, xml=text, urdf=ET.tostring(root, encoding="unicode"), **kwargs)
+
+    def with_joint_terms(self, terms: Sequence[JointTerm]) -> RobotModel:
+        """The same robot (same source) with other joint terms in its parameter vector."""
+        return RobotModel(self.mj, joint_terms=terms, source=self.source, xml=self._xml, urdf=self.urdf,
+                          spec_factory=self._spec_factory)
 
     @staticmethod
     def _read_joint(mj: mujoco.MjModel, j: int) -> Joint:
@@ -346,6 +411,15 @@ class RobotModel:
         """dof (qvel) index of each hinge/slide joint, in ``dof_joint_names`` order."""
         return np.array([j.dof_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
 
+    def check_fixed_base(self, what: str) -> None:
+        """:class:`ModelError` if the model has free or ball joints (a floating base): ``what``
+        (e.g. "joint-state data") holds the hinge/slide joints only, not the base's pose."""
+        floating = [f"{j.name} ({j.type})" for j in self.joints if j.type in ("free", "ball")]
+        if floating:
+            raise ModelError(f"{what} hold(s) hinge/slide joint states only, but the model has "
+                             f"{', '.join(floating)}: a floating base needs its pose and velocity; "
+                             "load the model with a fixed base (--base fixed, node parameter base: fixed)")
+
     def joint_limits(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower/upper position limits per dof ``(nv,)``; ``±inf`` where unlimited."""
         lo, hi = np.full(self.nv, -np.inf), np.full(self.nv, np.inf)
@@ -453,11 +527,13 @@ class RobotModel:
         return out
 
     def spec(self) -> mujoco.MjSpec:
-        """A fresh ``MjSpec`` of the source MJCF (file or text) to edit."""
-        if self.source is not None:
-            return mujoco.MjSpec.from_file(self.source)
+        """A fresh ``MjSpec`` of the source (MJCF or URDF, file or text) to edit."""
+        if self._spec_factory is not None:
+            return self._spec_factory()
         if self._xml is not None:
             return mujoco.MjSpec.from_string(self._xml)
+        if self.source is not None:
+            return mujoco.MjSpec.from_file(self.source)
         raise ModelError("this model was built from a compiled MjModel; no MJCF to edit")
 
     def to_mjcf(self, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
@@ -553,19 +629,22 @@ def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, n
     return mass, com, moments, mat_to_quat(axes)
 
 
-def _urdf_without_geometry(path: Path) -> str | None:
-    """The URDF at ``path`` as text without ``<visual>``/``<collision>`` elements (see
-    :meth:`RobotModel.from_mjcf`); ``None`` if the file is not a URDF (its root is not ``<robot>``)."""
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
-        return None  # MuJoCo's own parser says what is wrong
-    if root.tag != "robot":
-        return None
-    for link in root.iter("link"):
-        for child in [c for c in link if c.tag in ("visual", "collision")]:
-            link.remove(child)
-    return ET.tostring(root, encoding="unicode")
+def _mjcf_with_base(spec: mujoco.MjSpec, base: str | None) -> mujoco.MjSpec:
+    """``spec`` with the first body under the world floating (a free joint added) or fixed (its
+    free joint removed); see :meth:`RobotModel.from_mjcf`."""
+    body = spec.worldbody.first_body()
+    if check_base(base) is None or body is None:
+        return spec
+    free = [j for j in body.joints if j.type == mujoco.mjtJoint.mjJNT_FREE]
+    if base == "fixed":
+        for joint in free:
+            spec.delete(joint)
+    elif not free:
+        if body.joints:
+            raise ModelError(f"cannot float the MJCF: its first body {body.name!r} has joints "
+                             f"{[j.name for j in body.joints]}; a free joint must be a body's only joint")
+        body.add_freejoint().name = "floating_base"
+    return spec
 
 
 #: joint types with one dof whose armature/damping/frictionloss the identified model may set

@@ -257,7 +257,7 @@ def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | No
     (armature, damping, friction loss), whatever joint terms ``model`` was built with.
     """
     if set(model.joint_terms) != set(JOINT_FIELDS):
-        model = RobotModel(model.mj, joint_terms=JOINT_FIELDS, source=model.source)
+        model = model.with_joint_terms(JOINT_FIELDS)
     bid = model.body_id(body) if isinstance(body, str) else int(body)
     names = tuple(f"payload.{f}" for f in BODY_FIELDS)
     if prior is None:

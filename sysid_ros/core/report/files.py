@@ -1,4 +1,4 @@
-"""Result files of an identification: ``result.json``, an MJCF, PNG plots, a summary table.
+"""Result files of an identification: ``result.json``, an MJCF and a URDF, PNG plots, a summary table.
 
 The writer solves and estimates nothing: it formats what the :class:`IdentificationResult` holds
 (the exported parameters are ``result.parameters``) and what the caller evaluated
@@ -31,6 +31,7 @@ from sysid_ros.core.model.robot import (
     principal_inertial,
 )
 from sysid_ros.core.model.target import Target
+from sysid_ros.core.model.urdf import write_urdf
 from sysid_ros.core.report.metrics import Evaluation, TorqueFit
 from sysid_ros.core.report.plotting import pyplot, save_figure
 from sysid_ros.core.result import IdentificationResult
@@ -130,8 +131,9 @@ def _fmt(x, spec: str = "8.4f") -> str:
 def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Target,
                   evaluation: Evaluation, *, plots: bool = True, extra: dict | None = None
                   ) -> tuple[list[Path], dict[str, Any]]:
-    """Write ``result.json``, ``identified.xml`` (the exported parameters, when physically
-    consistent) and plots into ``out_dir``; return the paths and the content of ``result.json``
+    """Write ``result.json``, ``identified.xml`` and ``identified.urdf`` (the exported parameters,
+    when physically consistent; the URDF for an arm target) and plots into ``out_dir``; return
+    the paths and the content of ``result.json``
     (as JSON types). Computes nothing: ``evaluation`` comes from
     :func:`~sysid_ros.core.report.metrics.evaluate`."""
     if result.parameters is None:
@@ -156,6 +158,8 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         (staging / "result.json").write_text(text + "\n")
         if _write_mjcf(staging / "identified.xml", target, result):
             names.append("identified.xml")
+            if _write_urdf(staging / "identified.urdf", target, result):
+                names.append("identified.urdf")
         if plots:
             _plot(staging / "torque_fit.png", evaluation.fit, result, "identification data")
             names.append("torque_fit.png")
@@ -199,6 +203,19 @@ def _write_mjcf(path: Path, target: Target, result: IdentificationResult) -> boo
             path.write_text(mjcf_full_precision(spec.to_xml(), values, {}))
     except SysIdError as exc:
         log.warning("not writing an MJCF: %s", exc)
+        return False
+    return True
+
+
+def _write_urdf(path: Path, target: Target, result: IdentificationResult) -> bool:
+    """The arm with the exported parameters as a URDF (beside identified.xml); a payload target
+    has none (its MJCF welds the payload as a body)."""
+    if target.kind != "arm":
+        return False
+    try:
+        write_urdf(target.model, result.parameters.values, path)
+    except SysIdError as exc:
+        log.warning("not writing a URDF: %s", exc)
         return False
     return True
 

@@ -153,6 +153,7 @@ def simulate_dataset(model: RobotModel, *, duration: float = 30.0, seed: int = 0
     """
     if rate is not None and not (math.isfinite(rate) and rate > 0):
         raise SysIdError(f"the rate must be a finite number > 0 Hz, got {rate}")
+    model.check_fixed_base("a simulated dataset")
     model.require_scalar_joints("a simulated recording")
     truth_mj = with_payload(model, payload) if payload is not None else None
     traj = trajectory or FourierTrajectory.random(Limits.of(model), harmonics=harmonics,

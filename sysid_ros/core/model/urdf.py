@@ -1,0 +1,332 @@
+"""URDF in and out: what MuJoCo is given to read a URDF, and the identified model written as URDF.
+
+Reading (:func:`urdf_for_mujoco`): mesh URIs ``package://PKG/...`` are resolved against
+``AMENT_PREFIX_PATH`` (``<prefix>/share/PKG``) and ``ROS_PACKAGE_PATH`` (``<dir>/PKG``, or a folder
+below ``<dir>`` whose ``package.xml`` names PKG), ``file://`` and relative paths against the file
+system. ``<visual>`` elements whose mesh is found and readable by MuJoCo (STL, OBJ, MSH) or that
+are primitives are kept as massless, non-colliding geoms (for viewing the identified MJCF); the
+others, and every ``<collision>``, are dropped (meshes carry no dynamics), with one info line.
+The base is fixed or floating on request (:data:`BASES`): MuJoCo's URDF import welds the root
+link to the world, so a floating base is a ``floating`` joint from an added ``world`` link.
+
+Writing (:func:`write_urdf`): for a URDF source, the source with the identified inertials and
+joint ``<dynamics>`` (names, kinematics, fixed frames and visuals kept); otherwise a URDF built
+from the MuJoCo model's kinematics (one link per body, the link frame at the body's joint).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sysid_ros.core.errors import ModelError
+from sysid_ros.core.model.spatial import quat_to_mat
+
+if TYPE_CHECKING:
+    from sysid_ros.core.model.robot import RobotModel
+
+log = logging.getLogger(__name__)
+
+#: values of the base option: None keeps what the file says
+BASES = ("fixed", "floating")
+#: mesh files MuJoCo reads
+MESH_SUFFIXES = (".stl", ".obj", ".msh")
+#: name of the link and joint added to float a URDF whose root is a real link
+WORLD_LINK, FLOATING_JOINT = "world", "floating_base"
+
+
+def is_urdf(root: ET.Element) -> bool:
+    return root.tag == "robot"
+
+
+def check_base(base: str | None) -> str | None:
+    """``base`` if it is None, "", "fixed" or "floating" ("" read as None); :class:`ModelError` else."""
+    if base in (None, ""):
+        return None
+    if base not in BASES:
+        raise ModelError(f"base must be 'fixed' or 'floating' (or empty: as the model says), got {base!r}")
+    return base
+
+
+# ------------------------------------------------------------------------------- mesh lookup
+def package_dirs(package: str, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Folders of ROS package ``package``: ``<prefix>/share/<package>`` for each prefix of
+    ``AMENT_PREFIX_PATH``, then ``<dir>/<package>`` or a folder below ``<dir>`` with a
+    ``package.xml`` naming it, for each ``<dir>`` of ``ROS_PACKAGE_PATH``. Existing ones only."""
+    env = os.environ if env is None else env
+    out = []
+    for prefix in filter(None, env.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
+        candidate = Path(prefix) / "share" / package
+        if candidate.is_dir():
+            out.append(candidate)
+    for root in filter(None, env.get("ROS_PACKAGE_PATH", "").split(os.pathsep)):
+        if (Path(root) / package).is_dir():
+            out.append(Path(root) / package)
+            continue
+        for folder, subdirs, files in os.walk(root):
+            if "package.xml" in files:
+                subdirs[:] = []  # a package does not hold packages
+                if _package_name(Path(folder) / "package.xml") == package:
+                    out.append(Path(folder))
+            subdirs[:] = [d for d in subdirs if not d.startswith(".")]
+    return out
+
+
+def _package_name(manifest: Path) -> str | None:
+    try:
+        name = ET.parse(manifest).getroot().find("name")
+    except (ET.ParseError, OSError):
+        return None
+    return None if name is None or name.text is None else name.text.strip()
+
+
+def resolve_uri(uri: str, base_dir: Path | None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The existing file a URDF mesh ``filename`` names (``package://``, ``file://``, absolute, or
+    relative to ``base_dir``), or None."""
+    if uri.startswith("package://"):
+        package, _, rest = uri[len("package://"):].partition("/")
+        for folder in package_dirs(package, env):
+            if (folder / rest).is_file():
+                return (folder / rest).resolve()
+        return None
+    path = Path(uri[len("file://"):] if uri.startswith("file://") else uri)
+    if not path.is_absolute():
+        if base_dir is None:
+            return None
+        path = base_dir / path
+    return path.resolve() if path.is_file() else None
+
+
+# ----------------------------------------------------------------------------------- reading
+def set_base(root: ET.Element, base: str | None) -> None:
+    """Make the URDF's base fixed or floating in place (None: leave it).
+
+    Floating: a ``floating`` joint from the root already there is kept; a root link named
+    ``world`` with one fixed joint gets that joint made floating; else a ``world`` link and a
+    ``floating_base`` joint to the root are added. Fixed: floating joints from the root become
+    fixed."""
+    base = check_base(base)
+    if base is None:
+        return
+    children = {j.find("child").get("link") for j in root.iter("joint") if j.find("child") is not None}
+    roots = [link.get("name") for link in root.findall("link") if link.get("name") not in children]
+    if len(roots) != 1:
+        raise ModelError(f"a URDF needs exactly one root link (a link that is no joint's child), got {roots}")
+    top = roots[0]
+    from_root = [j for j in root.findall("joint") if j.find("parent") is not None
+                 and j.find("parent").get("link") == top]
+    if base == "fixed":
+        for joint in from_root:
+            if joint.get("type") == "floating":
+                joint.set("type", "fixed")
+        return
+    if any(j.get("type") == "floating" for j in from_root):
+        return
+    if top == WORLD_LINK:
+        if len(from_root) != 1 or from_root[0].get("type") != "fixed":
+            raise ModelError("cannot float this URDF: its root link 'world' should have one fixed "
+                             f"joint to the robot, got {[(j.get('name'), j.get('type')) for j in from_root]}")
+        from_root[0].set("type", "floating")
+        return
+    if WORLD_LINK in {link.get("name") for link in root.findall("link")}:
+        raise ModelError("cannot float this URDF: it has a link named 'world' that is not its root")
+    ET.SubElement(root, "link", name=WORLD_LINK)
+    joint = ET.SubElement(root, "joint", name=FLOATING_JOINT, type="floating")
+    ET.SubElement(joint, "parent", link=WORLD_LINK)
+    ET.SubElement(joint, "child", link=top)
+
+
+def urdf_for_mujoco(root: ET.Element, *, base_dir: Path | None, geometry: bool = True,
+                    env: Mapping[str, str] | None = None) -> str:
+    """The URDF text MuJoCo is given (``root`` is not changed): collisions dropped, visuals kept
+    when ``geometry`` and their meshes resolve (see the module docstring), MuJoCo told to keep
+    visuals and full file paths."""
+    root = ET.fromstring(ET.tostring(root))
+    unresolved = []
+    for link in root.iter("link"):
+        for child in [c for c in link if c.tag in ("visual", "collision")]:
+            mesh = child.find("geometry/mesh")
+            if child.tag == "collision" or not geometry:
+                link.remove(child)
+                continue
+            if mesh is None:
+                continue
+            uri = mesh.get("filename", "")
+            path = resolve_uri(uri, base_dir, env)
+            if path is None or path.suffix.lower() not in MESH_SUFFIXES:
+                unresolved.append(uri)
+                link.remove(child)
+            else:
+                mesh.set("filename", str(path))
+    if unresolved:
+        log.info("%d visual mesh(es) not found or not readable by MuJoCo (e.g. %s): their geometry "
+                 "is dropped (meshes carry no dynamics)", len(unresolved), unresolved[0])
+    extension = root.find("mujoco")
+    if extension is None:
+        extension = ET.SubElement(root, "mujoco")
+    compiler = extension.find("compiler")
+    if compiler is None:
+        compiler = ET.SubElement(extension, "compiler")
+    compiler.set("discardvisual", "false")
+    compiler.set("strippath", "false")
+    return ET.tostring(root, encoding="unicode")
+
+
+# ----------------------------------------------------------------------------------- writing
+_TERM_COMMENT = ("joint <dynamics>: damping = identified viscous friction Fv [N m s/rad], friction = "
+                 "identified Coulomb friction Fc [N m]; 0 where not identified (as in identified.xml)")
+
+
+def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
+    """Write ``theta`` (the model's parameter vector, physically consistent) as a URDF at ``path``
+    (atomically). Raises :class:`ModelError` when the model has no URDF form (a body with more
+    than one joint, a ball joint, a free joint below the root) or a body is not consistent."""
+    from sysid_ros.core.model.robot import _write_atomic, inertial_from_body_params
+
+    theta = model.check_theta(theta)
+    inertials = {}
+    for k, b in enumerate(model.param_bodies):
+        try:
+            inertials[model.body_name(b)] = inertial_from_body_params(theta[10 * k:10 * k + 10])
+        except ModelError as exc:
+            raise ModelError(f"body {model.body_name(b)!r}: {exc}") from None
+    terms = model.as_dict(theta)
+    dynamics = {j.name: (max(terms.get(f"{j.name}.Fv", 0.0), 0.0), max(terms.get(f"{j.name}.Fc", 0.0), 0.0))
+                for j in model.joints if j.type in ("hinge", "slide")}
+    unwritten = {n: v for n, v in terms.items() if n.endswith((".Ia", ".Fo")) and v != 0}
+    if model.urdf is not None:
+        root = _identified_source(model, ET.fromstring(model.urdf), inertials, dynamics)
+    else:
+        root = _urdf_of_mujoco(model, inertials, dynamics)
+    root.insert(0, ET.Comment(f" identified by sysid_ros; {_TERM_COMMENT} "))
+    if unwritten:
+        root.insert(1, ET.Comment(" identified terms without a URDF counterpart (rotor inertia Ia "
+                                  "[kg m^2], torque offset Fo [N m]; see identified.xml): "
+                                  + ", ".join(f"{n} = {v!r}" for n, v in unwritten.items()) + " "))
+    if np.linalg.norm(model.gravity - np.array([0.0, 0.0, -9.81])) > 1e-9:
+        root.insert(1, ET.Comment(f" the model's gravity {model.gravity.tolist()} m/s^2 has no URDF "
+                                  "counterpart "))
+    ET.indent(root, space="  ")
+    return _write_atomic(Path(path), '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+
+
+def _inertial(mass: float, com: np.ndarray, i_com: np.ndarray) -> ET.Element:
+    inertial = ET.Element("inertial")
+    ET.SubElement(inertial, "origin", xyz=_vec(com), rpy="0 0 0")
+    ET.SubElement(inertial, "mass", value=repr(float(mass)))
+    ET.SubElement(inertial, "inertia", ixx=repr(float(i_com[0, 0])), ixy=repr(float(i_com[0, 1])),
+                  ixz=repr(float(i_com[0, 2])), iyy=repr(float(i_com[1, 1])),
+                  iyz=repr(float(i_com[1, 2])), izz=repr(float(i_com[2, 2])))
+    return inertial
+
+
+def _set_dynamics(joint: ET.Element, damping: float, friction: float) -> None:
+    for old in joint.findall("dynamics"):
+        joint.remove(old)
+    ET.SubElement(joint, "dynamics", damping=repr(float(damping)), friction=repr(float(friction)))
+
+
+def _identified_source(model: RobotModel, root: ET.Element, inertials, dynamics) -> ET.Element:
+    """The source URDF with identified inertials: each identified link's ``<inertial>`` replaced,
+    the inertials of fixed links MuJoCo merged into an identified body removed (their mass is in
+    it), joint ``<dynamics>`` set."""
+    parent_of = {j.find("child").get("link"): j.find("parent").get("link")
+                 for j in root.findall("joint") if j.find("child") is not None}
+    bodies = {b.name for b in model.bodies}
+
+    def body_of(link: str | None) -> str | None:
+        while link is not None and link not in bodies:
+            link = parent_of.get(link)
+        return link
+
+    for link in root.findall("link"):
+        name = link.get("name")
+        owner = body_of(name)
+        if owner not in inertials:
+            continue
+        for old in link.findall("inertial"):
+            link.remove(old)
+        if owner == name:
+            link.insert(0, _inertial(*inertials[name]))
+        else:
+            link.insert(0, ET.Comment(f" inertial merged into {owner!r} (joined by fixed joints), "
+                                      "identified there "))
+    for joint in root.findall("joint"):
+        if joint.get("name") in dynamics:
+            _set_dynamics(joint, *dynamics[joint.get("name")])
+    return root
+
+
+def _urdf_of_mujoco(model: RobotModel, inertials, dynamics) -> ET.Element:
+    """A URDF of the MuJoCo model: link ``world`` for the world body, one link per body whose
+    frame is the body frame moved to its joint's anchor (URDF joints turn about the child link's
+    origin), the inertial about the CoM in that frame."""
+    mj = model.mj
+    root = ET.Element("robot", name=_model_name(model))
+    ET.SubElement(root, "link", name=WORLD_LINK)
+    anchor = {0: np.zeros(3)}
+    names = {0: WORLD_LINK}
+    for body in model.bodies:
+        if len(body.joints) > 1:
+            raise ModelError(f"body {body.name!r} has {len(body.joints)} joints; a URDF link has one")
+        joint = model.joints[body.joints[0]] if body.joints else None
+        if joint is not None and joint.type == "ball":
+            raise ModelError(f"joint {joint.name!r} is a ball joint; URDF has none")
+        p = np.zeros(3) if joint is None or joint.type == "free" else joint.pos
+        anchor[body.id], names[body.id] = p, body.name
+        link = ET.SubElement(root, "link", name=body.name)
+        if body.name in inertials:
+            mass, com, i_com = inertials[body.name]
+        else:
+            mass, com = float(mj.body_mass[body.id]), np.array(mj.body_ipos[body.id])
+            r = quat_to_mat(np.array(mj.body_iquat[body.id]))
+            i_com = r @ np.diag(mj.body_inertia[body.id]) @ r.T
+        if mass > 0:
+            link.append(_inertial(mass, com - p, i_com))
+        xyz = -anchor[body.parent] + body.pos + body.rot @ p
+        kind = ("fixed" if joint is None else "floating" if joint.type == "free"
+                else "prismatic" if joint.type == "slide"
+                else "revolute" if joint.range is not None else "continuous")
+        element = ET.SubElement(root, "joint", name=joint.name if joint else f"{body.name}_fixed",
+                                type=kind)
+        ET.SubElement(element, "parent", link=names[body.parent])
+        ET.SubElement(element, "child", link=body.name)
+        ET.SubElement(element, "origin", xyz=_vec(xyz), rpy=_vec(mat_to_rpy(body.rot)))
+        if joint is None or joint.type == "free":
+            continue
+        ET.SubElement(element, "axis", xyz=_vec(joint.axis))
+        if joint.range is not None:
+            effort = model.torque_limits()[joint.dof_adr]
+            velocity = model.velocity_limits()[joint.dof_adr]
+            ET.SubElement(element, "limit", lower=repr(joint.range[0]), upper=repr(joint.range[1]),
+                          effort=repr(float(effort)) if np.isfinite(effort) else "0",
+                          velocity=repr(float(velocity)) if np.isfinite(velocity) else "0")
+        _set_dynamics(element, *dynamics[joint.name])
+    root.insert(0, ET.Comment(" limit effort/velocity 0: not known to the model "))
+    return root
+
+
+def _model_name(model: RobotModel) -> str:
+    return Path(model.source).stem if model.source else "robot"
+
+
+def mat_to_rpy(r: np.ndarray) -> np.ndarray:
+    """URDF roll, pitch, yaw [rad] of a rotation matrix: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
+    r = np.asarray(r, dtype=float)
+    pitch = math.atan2(-r[2, 0], math.hypot(r[0, 0], r[1, 0]))
+    if math.hypot(r[0, 0], r[1, 0]) < 1e-12:  # gimbal lock: yaw taken as 0
+        return np.array([math.atan2(-r[1, 2], r[1, 1]), pitch, 0.0])
+    return np.array([math.atan2(r[2, 1], r[2, 2]), pitch, math.atan2(r[1, 0], r[0, 0])])
+
+
+def _vec(v) -> str:
+    return " ".join(repr(float(x)) for x in np.ravel(v))
+
+
