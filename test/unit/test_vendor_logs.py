@@ -1,0 +1,242 @@
+"""Vendor logs: CSV column maps (``--columns``, ``--time-unit``, sniffed delimiters) and the IV
+methods on a log without MotorCommand (``--controller``).
+
+The vendor file imitates a Universal Robots RTDE recording. Facts used (UR's RTDE guide and its
+client library, UniversalRobots/RTDE_Python_Client_Library ``rtde/csv_writer.py``): fields
+``timestamp`` [s], ``actual_q`` [rad], ``actual_qd`` [rad/s], ``actual_current`` [A],
+``target_q``, ``target_qd``; a 6-vector field ``X`` is written as columns ``X_0 .. X_5``, values
+separated by a space. Here the time is written in ms to exercise ``--time-unit``, the current is
+the torque over an illustrative torque constant × gear per joint (not UR's figures), and the
+feed-forward torque is an extra column ``ff_0 .. ff_5``.
+
+The arm is velocity controlled: ``τ = kv (dq_ref − dq) + τ_ff`` (the MIT law with kp = 0), τ_ff
+the inverse dynamics of the reference with the bare arm's parameters, so the 1 kg payload on
+wrist_3_link is unknown to the controller and the arm drifts off ``target_q``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TEST_ROBOTS
+
+from sysid_ros.cli import main
+from sysid_ros.core import DataError, RobotModel
+from sysid_ros.core.data.bag import read_data
+from sysid_ros.core.data.columns import ColumnMap
+from sysid_ros.core.data.controller import ControllerDescription
+from sysid_ros.core.data.dataset import read_csv
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit
+from sysid_ros.core.sim.synthetic import Payload, with_payload
+
+MODEL = TEST_ROBOTS / "ur5e.xml"
+PAYLOAD = Payload.parse("body=wrist_3_link,mass=1.0,com=0,0.02,0.05")
+#: illustrative torque constant × gear ratio per joint [N·m/A]
+KT = np.array([12.625, 12.625, 12.625, 9.3425, 9.3425, 9.3425])
+RTDE = ("time=timestamp,q=actual_q_{i},dq=actual_qd_{i},tau=actual_current_{i},q_ref=target_q_{i},"
+        "dq_ref=target_qd_{i},tau_ff=ff_{i}")
+
+
+def _join(values) -> str:
+    return ",".join(repr(float(v)) for v in values)
+
+
+@pytest.fixture(scope="module")
+def rtde_log(tmp_path_factory):
+    """The RTDE-style recording (10 s at 500 Hz, noisy) and the velocity gains ``kv (6,)``."""
+    model = RobotModel.from_mjcf(MODEL)
+    kv = np.round(default_gains(model)[1], 1)  # 3 Hz damping of each joint alone [N·m·s/rad]
+    traj = FourierTrajectory.random(Limits.of(model), harmonics=5, period=10.0, seed=0)
+    sensor = SensorModel(position_noise=1e-4, velocity_noise=2e-3, torque_noise=0.3, seed=0)
+    rec = simulate_mit(model, traj, 10.0, kp=0.0, kd=kv, truth=with_payload(model, PAYLOAD),
+                       timestep=0.002, sensor=sensor)
+    header = ["timestamp"] + [f"{k}_{i}" for k in ("actual_q", "actual_qd", "actual_current", "target_q",
+                                                   "target_qd", "ff") for i in range(6)]
+    table = np.column_stack((rec.t * 1e3, rec.q, rec.dq, rec.tau / KT, rec.q_ref, rec.dq_ref, rec.tau_ff))
+    path = tmp_path_factory.mktemp("rtde") / "robot_data.csv"
+    path.write_text(" ".join(header) + "\n" + "\n".join(" ".join(repr(float(x)) for x in row)
+                                                      for row in table) + "\n")
+    return path, kv
+
+
+def _identify(path: Path, out: Path, method: str, *extra: str) -> int:
+    return main(["identify", str(path), "--model", str(MODEL), "--payload-only", "wrist_3_link",
+                 "--method", method, "--out", str(out), "--no-plots", "--columns", RTDE,
+                 "--time-unit", "ms", "--torque-scale", _join(KT), *extra])
+
+
+def _payload(out: Path) -> tuple[float, np.ndarray]:
+    """Identified payload mass [kg] and CoM [m] from result.json."""
+    values = json.loads((out / "result.json").read_text())["exported_parameters"]["values"]
+    mass = values["payload.m"]
+    return mass, np.array([values[f"payload.h{a}"] for a in "xyz"]) / mass
+
+
+def test_rtde_log_with_a_column_map_identifies_the_payload(rtde_log, tmp_path, capsys):
+    """pc_ls on the mapped RTDE log: the payload's mass within 1 %, its CoM within 2 mm."""
+    path, _ = rtde_log
+    ds = read_data(path, joint_names=RobotModel.from_mjcf(MODEL).dof_joint_names,
+                   columns=ColumnMap.parse(RTDE), time_unit="ms")
+    assert ds.sample_rate == pytest.approx(500.0)
+    assert _identify(path, tmp_path / "ls", "pc_ls") == 0, capsys.readouterr().err
+    mass, com = _payload(tmp_path / "ls")
+    assert mass == pytest.approx(PAYLOAD.mass, rel=0.01)
+    np.testing.assert_allclose(com, PAYLOAD.com, atol=2e-3)
+
+
+def test_iv_on_a_velocity_controlled_log_takes_a_controller_description(rtde_log, tmp_path, capsys):
+    """pc_iv with ``--controller velocity:kv=...`` and the recorded dq_ref, τ_ff (no gains in the
+    file): converged, the payload's mass within 1 %, its CoM within 2 mm. Without the description
+    the error (exit 1) names the controller forms and the mapped reference columns."""
+    path, kv = rtde_log
+    assert _identify(path, tmp_path / "iv", "pc_iv", "--controller", f"velocity:kv={_join(kv)}") == 0, \
+        capsys.readouterr().err
+    diag = json.loads((tmp_path / "iv" / "result.json").read_text())["diagnostics"]
+    assert diag["converged"] and diag["pi_rank"] == 10, diag
+    mass, com = _payload(tmp_path / "iv")
+    assert mass == pytest.approx(PAYLOAD.mass, rel=0.01)
+    np.testing.assert_allclose(com, PAYLOAD.com, atol=2e-3)
+    capsys.readouterr()
+    assert _identify(path, tmp_path / "none", "pc_iv") == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"sysid identify: error: {path}: the IV methods need the closed loop's reference and gains, and "
+        "a CSV file has no gains: give a controller description, --controller "
+        "'pd:kp=K[,K...];kd=D[,D...]' with the reference q_ref = columns target_q_0 … target_q_5; "
+        "dq_ref = columns target_qd_0 … target_qd_5, or --controller 'velocity:kv=D[,D...]' with dq_ref "
+        "= columns target_qd_0 … target_qd_5 (tau_ff = columns ff_0 … ff_5 added when present); this "
+        "file has q_ref, dq_ref, tau_ff")
+    assert not (tmp_path / "none").exists()
+
+
+def test_controller_description_makes_the_command_log(rtde_log):
+    """velocity: kp = 0, kd = kv, the recorded dq_ref and τ_ff; pd: kp, kd per joint with q_ref."""
+    path, kv = rtde_log
+    model = RobotModel.from_mjcf(MODEL)
+    ds = read_csv(path, joint_names=model.dof_joint_names, columns=ColumnMap.parse(RTDE),
+                  time_unit="ms").for_model(model)
+    assert ds.command is not None and np.all(np.isnan(ds.command.kp))
+    vel = ControllerDescription.parse(f"velocity:kv={_join(kv)}").apply(ds).command
+    np.testing.assert_array_equal(vel.kp, 0.0)
+    np.testing.assert_array_equal(vel.kd, np.tile(kv, (len(ds), 1)))
+    np.testing.assert_array_equal(vel.dq_ref, ds.command.dq_ref)
+    np.testing.assert_array_equal(vel.tau_ff, ds.command.tau_ff)
+    pd = ControllerDescription.parse("pd: kp=100 ; kd=1,2,3,4,5,6").apply(ds).command
+    np.testing.assert_array_equal(pd.kp[0], [100.0] * 6)
+    np.testing.assert_array_equal(pd.kd[-1], [1, 2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(pd.q_ref, ds.command.q_ref)
+    with pytest.raises(DataError, match=r"^--controller: kd: expected 1 or 6 values \(joints .*\), got 2$"):
+        ControllerDescription.parse("pd:kp=1;kd=1,2").apply(ds)
+    only_dq = read_csv(path, joint_names=model.dof_joint_names, time_unit="ms", columns=ColumnMap.parse(
+        "time=timestamp,q=actual_q_{i},tau=actual_current_{i},dq_ref=target_qd_{i}"))
+    with pytest.raises(DataError) as exc:
+        ControllerDescription.parse("pd:kp=1;kd=1").apply(only_dq)
+    assert str(exc.value) == (
+        f"{path}: --controller pd needs the reference q_ref, not in the file (or not finite): q_ref = "
+        "columns q_ref_shoulder_pan_joint … q_ref_wrist_3_joint (name the file's with --columns "
+        "q_ref=COLUMN)")
+    assert ControllerDescription.parse("velocity:kv=2").apply(only_dq).command.kd[0, 0] == 2.0
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("pid:kp=1;kd=1;ki=1", "an integral term (ki) is not simulated by the IV methods"),
+    ("pd:kp=1;kd=1;ki=0.5", "an integral term (ki) is not simulated by the IV methods"),
+    ("torque:k=1", "expected 'pd:kp=K[,K...];kd=D[,D...]' or 'velocity:kv=D[,D...]', got 'torque:k=1'"),
+    ("pd:kp=1", "pd needs kd"),
+    ("velocity:kv=1;kd=2", "velocity takes kv once each"),
+    ("pd:kp=1;kd=-2", "kd: expected finite gains >= 0, got '-2'"),
+    ("velocity:kv=a", "kv: expected comma-separated numbers, got 'a'"),
+])
+def test_bad_controller_descriptions_are_refused(spec, message):
+    with pytest.raises(DataError) as exc:
+        ControllerDescription.parse(spec)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def _table(path: Path, header: list[str], rows: np.ndarray, sep: str) -> Path:
+    path.write_text(sep.join(header) + "\n" + "\n".join(sep.join(f"{x:.6g}" for x in r) for r in rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t", " ", "   "])
+def test_the_delimiter_is_told_by_the_header_and_other_columns_are_ignored(tmp_path, sep):
+    """Comma, semicolon, tab, one or more spaces; a text column the map does not use is ignored;
+    ``{n}`` counts from 1; µs become s."""
+    t = np.arange(5) * 2000.0  # µs
+    rows = np.column_stack((t, np.arange(5), 10 + np.arange(5), 0.5 * np.arange(5), -np.arange(5)))
+    header = ["stamp_us", "pos1", "pos2", "eff1", "eff2"]
+    text = (sep.join([*header, "mode"]) + "\n"
+            + "\n".join(sep.join([*(f"{x:g}" for x in r), "RUNNING"]) for r in rows) + "\n")
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    ds = read_data(path, joint_names=("a", "b"), time_unit="us",
+                   columns=ColumnMap.parse("time=stamp_us,q=pos{n},tau=eff{n}"))
+    np.testing.assert_allclose(ds.t, [0, 0.002, 0.004, 0.006, 0.008])
+    np.testing.assert_array_equal(ds.q, rows[:, 1:3])
+    np.testing.assert_array_equal(ds.tau, rows[:, 3:5])
+    assert np.all(np.isnan(ds.dq)) and ds.command is None
+
+
+def test_default_layout_reads_reference_columns_and_joint_names(tmp_path):
+    """The project's layout with the optional reference columns: joints from q_<joint> (q_ref_<joint>
+    is not a joint), the reference in the command log, gains NaN (not recorded)."""
+    header = ["time", "q_j1", "q_j2", "tau_j1", "tau_j2", "q_ref_j1", "q_ref_j2", "dq_ref_j1", "dq_ref_j2"]
+    rows = np.column_stack((np.arange(4) * 0.01, np.arange(4 * 8).reshape(4, 8)))
+    ds = read_csv(_table(tmp_path / "run.csv", header, rows, ","))
+    assert ds.joint_names == ("j1", "j2")
+    np.testing.assert_array_equal(ds.command.q_ref, rows[:, 5:7])
+    np.testing.assert_array_equal(ds.command.dq_ref, rows[:, 7:9])
+    assert np.all(np.isnan(ds.command.tau_ff)) and np.all(np.isnan(ds.command.kd))
+
+
+def test_missing_columns_and_bad_maps_are_one_line_errors(tmp_path):
+    header = ["timestamp"] + [f"actual_q_{i}" for i in range(6)] + [f"actual_current_{i}" for i in range(6)]
+    path = _table(tmp_path / "log.csv", header, np.zeros((4, 13)) + np.arange(4)[:, None], ";")
+    names = RobotModel.from_mjcf(MODEL).dof_joint_names
+    with pytest.raises(DataError) as exc:
+        read_csv(path, joint_names=names, columns=ColumnMap.parse(
+            "time=timestamp,q=actual_q_{i},dq=actual_qd_{i},tau=actual_current_{i}"))
+    assert str(exc.value) == (
+        f"{path}: no column 'actual_qd_0' (dq of joint 'shoulder_pan_joint', mapped by dq=actual_qd_{{i}}); "
+        "the file has 13 columns: timestamp, actual_q_0, actual_q_1, actual_q_2, actual_q_3, actual_q_4, "
+        "actual_q_5, actual_current_0, …")
+    with pytest.raises(DataError, match=r"no column 'time' \(time, mapped by time=time\)"):
+        read_csv(path, joint_names=names, columns=ColumnMap.parse("q=actual_q_{i},tau=actual_current_{i}"))
+    with pytest.raises(DataError, match=r"columns by joint index \(q=actual_q_\{i\}\) need the joint names"):
+        read_csv(path, columns=ColumnMap.parse("time=timestamp,q=actual_q_{i},tau=actual_current_{i}"))
+    with pytest.raises(DataError, match=r"q=actual_q names one column for 6 joints; use \{i\}, \{n\} or "):
+        read_csv(path, joint_names=names, columns=ColumnMap.parse("time=timestamp,q=actual_q,tau=x{i}"))
+    with pytest.raises(DataError, match=re.escape("the first column must be 'time', got ['timestamp'] "
+                                                  "(another layout: --columns time=NAME,...)")):
+        read_csv(path)
+    with pytest.raises(DataError, match=re.escape("time unit: expected one of ['s', 'ms', 'us', 'ns'], "
+                                                  "got 'min'")):
+        read_csv(path, time_unit="min")
+    with pytest.raises(DataError, match="a column map and a time unit apply to CSV files"):
+        read_data(tmp_path / "some_bag", columns=ColumnMap())
+    for spec, message in [
+        ("q=actual_q_{j}", "unknown placeholder {j}; expected {i}, {n} or {joint}"),
+        ("position=x_{i}", "expected FIELD=COLUMN"),
+        ("q=a_{i},q=b_{i}", "field 'q' given twice"),
+        ("time=t_{i}", "the time is one column"),
+        ("q=", "expected FIELD=COLUMN"),
+        ("", "expected FIELD=COLUMN"),
+    ]:
+        with pytest.raises(DataError) as exc:
+            ColumnMap.parse(spec)
+        assert message in str(exc.value), (spec, str(exc.value))
+
+
+def test_cli_bad_column_map_exits_1(tmp_path, capsys):
+    path = tmp_path / "x.csv"
+    path.write_text("time,q_a,tau_a\n0,0,0\n")
+    code = main(["identify", str(path), "--model", str(MODEL), "--out", str(tmp_path / "o"),
+                 "--columns", "q=pos_{k}"])
+    assert code == 1
+    assert capsys.readouterr().err == ("sysid identify: error: --columns: q=pos_{k}: unknown placeholder "
+                                       "{k}; expected {i}, {n} or {joint}\n")
