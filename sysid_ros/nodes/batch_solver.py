@@ -23,7 +23,9 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
-from sysid_ros.core.data.bag import read_data
+from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
+from sysid_ros.core.data.columns import ColumnMap, time_scale
+from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
@@ -77,6 +79,11 @@ class BatchSolverNode(Node):
                                                            "one per joint (unset: 0)"),
             ("mass_factor", 0.0, "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
             ("com_radius", 0.0, "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
+            ("csv_columns", "", "CSV requests: the file's column of each field, e.g. time=timestamp,"
+                                "q=actual_q_{i},tau=actual_current_{i} (empty: the project's layout)"),
+            ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
+            ("controller", "", "iv/pc_iv without MotorCommand: pd:kp=K[,K..];kd=D[,D..] or "
+                               "velocity:kv=D[,D..] with the reference columns (empty: none)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
         self._busy = threading.Lock()
@@ -102,6 +109,15 @@ class BatchSolverNode(Node):
                                            reason=f"max_samples must be >= 10, got {prm.value}")
             if prm.name in ("data_root", "output_root") and not prm.value:
                 return SetParametersResult(successful=False, reason=f"{prm.name} must not be empty")
+            try:
+                if prm.name == "csv_columns" and prm.value:
+                    ColumnMap.parse(prm.value)
+                if prm.name == "time_unit":
+                    time_scale(prm.value)
+                if prm.name == "controller" and prm.value:
+                    ControllerDescription.parse(prm.value)
+            except SysIdError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     def _get(self, name: str):
@@ -177,8 +193,11 @@ class BatchSolverNode(Node):
         ds = read_data(bag,
                        joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                        command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                       joint_names=model.dof_joint_names).for_model(model).with_torque_calibration(
+                       joint_names=model.dof_joint_names, **self._csv_layout(bag)
+                       ).for_model(model).with_torque_calibration(
             self._get("torque_scale"), self._get("torque_offset"))
+        if self._get("controller"):
+            ds = ControllerDescription.parse(self._get("controller")).apply(ds)
         prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
         result = run_method(prep, options)
         evaluation = evaluate(result, prep)
@@ -192,6 +211,14 @@ class BatchSolverNode(Node):
                             f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
         self._publisher.publish(response.estimate)
         self.get_logger().info(response.message)
+
+
+    def _csv_layout(self, path: Path) -> dict:
+        """``csv_columns`` / ``time_unit`` for a CSV file (a bag ignores them)."""
+        if path.suffix.lower() not in CSV_SUFFIXES:
+            return {}
+        spec = self._get("csv_columns")
+        return {"columns": ColumnMap.parse(spec) if spec else None, "time_unit": self._get("time_unit")}
 
 
 def main(args=None) -> None:

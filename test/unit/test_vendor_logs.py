@@ -1,17 +1,7 @@
 """Vendor logs: CSV column maps (``--columns``, ``--time-unit``, sniffed delimiters) and the IV
-methods on a log without MotorCommand (``--controller``).
-
-The vendor file imitates a Universal Robots RTDE recording. Facts used (UR's RTDE guide and its
-client library, UniversalRobots/RTDE_Python_Client_Library ``rtde/csv_writer.py``): fields
-``timestamp`` [s], ``actual_q`` [rad], ``actual_qd`` [rad/s], ``actual_current`` [A],
-``target_q``, ``target_qd``; a 6-vector field ``X`` is written as columns ``X_0 .. X_5``, values
-separated by a space. Here the time is written in ms to exercise ``--time-unit``, the current is
-the torque over an illustrative torque constant × gear per joint (not UR's figures), and the
-feed-forward torque is an extra column ``ff_0 .. ff_5``.
-
-The arm is velocity controlled: ``τ = kv (dq_ref − dq) + τ_ff`` (the MIT law with kp = 0), τ_ff
-the inverse dynamics of the reference with the bare arm's parameters, so the 1 kg payload on
-wrist_3_link is unknown to the controller and the arm drifts off ``target_q``.
+methods on a log without MotorCommand (``--controller``), on the RTDE-style recording of a
+velocity-controlled UR5e carrying an unknown 1 kg payload (:mod:`oracles.rtde_log`, which cites
+the facts it is written from).
 """
 
 from __future__ import annotations
@@ -22,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_ROBOTS
+from oracles.rtde_log import COLUMNS as RTDE
+from oracles.rtde_log import KT, MODEL, PAYLOAD, write_rtde_log
+from oracles.rtde_log import numbers as _join
 
 from sysid_ros.cli import main
 from sysid_ros.core import DataError, RobotModel
@@ -30,38 +22,13 @@ from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.dataset import read_csv
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
-from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit
-from sysid_ros.core.sim.synthetic import Payload, with_payload
-
-MODEL = TEST_ROBOTS / "ur5e.xml"
-PAYLOAD = Payload.parse("body=wrist_3_link,mass=1.0,com=0,0.02,0.05")
-#: illustrative torque constant × gear ratio per joint [N·m/A]
-KT = np.array([12.625, 12.625, 12.625, 9.3425, 9.3425, 9.3425])
-RTDE = ("time=timestamp,q=actual_q_{i},dq=actual_qd_{i},tau=actual_current_{i},q_ref=target_q_{i},"
-        "dq_ref=target_qd_{i},tau_ff=ff_{i}")
-
-
-def _join(values) -> str:
-    return ",".join(repr(float(v)) for v in values)
 
 
 @pytest.fixture(scope="module")
 def rtde_log(tmp_path_factory):
-    """The RTDE-style recording (10 s at 500 Hz, noisy) and the velocity gains ``kv (6,)``."""
-    model = RobotModel.from_mjcf(MODEL)
-    kv = np.round(default_gains(model)[1], 1)  # 3 Hz damping of each joint alone [N·m·s/rad]
-    traj = FourierTrajectory.random(Limits.of(model), harmonics=5, period=10.0, seed=0)
-    sensor = SensorModel(position_noise=1e-4, velocity_noise=2e-3, torque_noise=0.3, seed=0)
-    rec = simulate_mit(model, traj, 10.0, kp=0.0, kd=kv, truth=with_payload(model, PAYLOAD),
-                       timestep=0.002, sensor=sensor)
-    header = ["timestamp"] + [f"{k}_{i}" for k in ("actual_q", "actual_qd", "actual_current", "target_q",
-                                                   "target_qd", "ff") for i in range(6)]
-    table = np.column_stack((rec.t * 1e3, rec.q, rec.dq, rec.tau / KT, rec.q_ref, rec.dq_ref, rec.tau_ff))
+    """The recording (10 s at 500 Hz, noisy) and the velocity gains ``kv (6,)``."""
     path = tmp_path_factory.mktemp("rtde") / "robot_data.csv"
-    path.write_text(" ".join(header) + "\n" + "\n".join(" ".join(repr(float(x)) for x in row)
-                                                      for row in table) + "\n")
-    return path, kv
+    return path, write_rtde_log(path)
 
 
 def _identify(path: Path, out: Path, method: str, *extra: str) -> int:
