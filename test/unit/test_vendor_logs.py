@@ -184,6 +184,15 @@ def test_missing_columns_and_bad_maps_are_one_line_errors(tmp_path):
     with pytest.raises(DataError, match=re.escape("time unit: expected one of ['s', 'ms', 'us', 'ns'], "
                                                   "got 'min'")):
         read_csv(path, time_unit="min")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time;q_a;tau_a\n0;1;2\n0.1;x;2\n0.2;1;2\n")
+    with pytest.raises(DataError) as exc:
+        read_csv(bad)
+    assert str(exc.value) == f"{bad}:3: column 'q_a': expected a number, got 'x'"
+    part = tmp_path / "part.csv"
+    part.write_text("time,q_a,q_b,dq_a,tau_a,tau_b\n0,1,2,3,4,5\n")
+    with pytest.raises(DataError, match=r"no column 'dq_b' \(dq of joint 'b', mapped by dq=dq_\{joint\}\)"):
+        read_csv(part)
     with pytest.raises(DataError, match="a column map and a time unit apply to CSV files"):
         read_data(tmp_path / "some_bag", columns=ColumnMap())
     for spec, message in [

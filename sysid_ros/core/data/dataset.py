@@ -73,7 +73,8 @@ class Dataset:
     """Joint samples: ``t (N,)`` [s], ``q``, ``dq``, ``tau`` ``(N, n)`` in ``joint_names`` order.
 
     ``dq`` is NaN when the source had no velocities. ``command`` holds the reference and gains
-    when recorded (needed by the instrumental-variable methods); ``truth`` the true parameters of a
+    when recorded (needed by the instrumental-variable methods; NaN where not recorded: a CSV
+    file's reference columns come without gains); ``truth`` the true parameters of a
     simulated run (``{name: value}``) when known; ``source`` says where the data came from.
     """
 
@@ -322,6 +323,11 @@ def _numbers(path: Path, rows: list[tuple[int, list[str]]], picks: list[int], na
              ) -> np.ndarray:
     """The columns ``picks`` of ``rows`` as floats ``(N, len(picks))``; raises naming the line
     and column of the first cell that is not a number."""
+    try:
+        table = np.array([[row[k] for k in picks] for _, row in rows], dtype=float)
+        return table.reshape(len(rows), len(picks))
+    except ValueError:
+        pass  # find the cell
     out = np.empty((len(rows), len(picks)))
     for r, (line_no, row) in enumerate(rows):
         for c, k in enumerate(picks):
