@@ -10,6 +10,7 @@
     sysid identify BAG_OR_CSV --model MODEL.xml --method M --out DIR [--json]
                    [--payload-only BODY] [--friction coulomb,viscous,offset] [--armature]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
+                   [--columns FIELD=COLUMN,..] [--time-unit s|ms|us|ns] [--controller LAW:GAINS]
                    online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
                    [--torque-noise NM] [--weighting fixed|adaptive] [--weight-memory S] [--cutoff HZ]
                    [--sample-rate HZ] [--gap-periods N] [--window S] [--min-speed RAD_S]
@@ -41,6 +42,8 @@ from sysid_ros.core.batch.identify import (
     run_method,
 )
 from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
+from sysid_ros.core.data.columns import TIME_UNITS, ColumnMap
+from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
@@ -201,8 +204,9 @@ def _identify(args: argparse.Namespace) -> int:
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
-                   command_topic=args.command_topic, joint_names=model.dof_joint_names)
-    ds = _calibrated(ds.for_model(model), args)
+                   command_topic=args.command_topic, joint_names=model.dof_joint_names,
+                   **_csv_layout(args))
+    ds = _controlled(_calibrated(ds.for_model(model), args), args)
     prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
     online = None
     if args.method in ONLINE_METHODS:
@@ -216,7 +220,8 @@ def _identify(args: argparse.Namespace) -> int:
     if args.validate:
         val = _calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
                                     command_topic=args.command_topic,
-                                    joint_names=model.dof_joint_names).for_model(model), args)
+                                    joint_names=model.dof_joint_names,
+                                    **_csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress)
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
@@ -236,6 +241,16 @@ def _identify(args: argparse.Namespace) -> int:
 def _calibrated(ds, args: argparse.Namespace):
     """``--torque-scale`` / ``--torque-offset`` applied (``ds`` in the model's joint order)."""
     return ds.with_torque_calibration(_floats(args.torque_scale), _floats(args.torque_offset))
+
+
+def _csv_layout(args: argparse.Namespace) -> dict:
+    """``--columns`` / ``--time-unit`` as :func:`read_data`'s arguments."""
+    return {"columns": ColumnMap.parse(args.columns) if args.columns else None, "time_unit": args.time_unit}
+
+
+def _controlled(ds, args: argparse.Namespace):
+    """``--controller``'s gains with the recorded reference as the command log (IV methods)."""
+    return ControllerDescription.parse(args.controller).apply(ds) if args.controller else ds
 
 
 def _floats(text: str | None) -> list[float] | None:
@@ -411,6 +426,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "order (e.g. motor current [A] × torque constant × gear [N·m/A])")
     p.add_argument("--torque-offset", metavar="O[,O...]",
                    help="added to the scaled torque [N·m], one value or one per joint")
+    p.add_argument("--columns", metavar="FIELD=COLUMN[,...]",
+                   help="CSV: the file's column of each field (time, q, dq, tau, q_ref, dq_ref, "
+                   "tau_ff), per-joint ones with {i} (0-based index in the model's order), {n} "
+                   "(1-based) or {joint} (name), e.g. time=timestamp,q=actual_q_{i},dq=actual_qd_{i},"
+                   "tau=actual_current_{i} (default: time,q_<joint>,dq_<joint>,tau_<joint>,...)")
+    p.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="s",
+                   help="CSV: unit of the time column (default: s)")
+    p.add_argument("--controller", metavar="LAW:GAINS",
+                   help="the closed loop of a log without MotorCommand, for iv/pc_iv: "
+                   "'pd:kp=K[,K...];kd=D[,D...]' (needs q_ref, dq_ref columns) or "
+                   "'velocity:kv=D[,D...]' (needs dq_ref); one value or one per joint [N·m/rad, "
+                   "N·m·s/rad]; tau_ff added when recorded")
     p.add_argument("--mass-factor", type=float, default=Plausibility.mass_factor, metavar="K",
                    help="arm: keep every body's mass within [m/K, m*K] of the model's m (plausible "
                    "exported parameters; every method's consistent solve respects it; 0 = off; "

@@ -26,7 +26,9 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
-from sysid_ros.core.data.bag import read_data
+from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
+from sysid_ros.core.data.columns import ColumnMap, time_scale
+from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import joint_terms
@@ -94,6 +96,11 @@ class BatchSolverNode(Node):
              "arm: every body's mass inside this many times its nominal extent (0: off)"),
             ("com_radius", Plausibility.com_radius,
              "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
+            ("csv_columns", "", "CSV requests: the file's column of each field, e.g. time=timestamp,"
+                                "q=actual_q_{i},tau=actual_current_{i} (empty: the project's layout)"),
+            ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
+            ("controller", "", "iv/pc_iv without MotorCommand: pd:kp=K[,K..];kd=D[,D..] or "
+                               "velocity:kv=D[,D..] with the reference columns (empty: none)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
         self._models = RobotModelSource(self)
@@ -121,6 +128,15 @@ class BatchSolverNode(Node):
                                            reason=f"max_samples must be >= 10, got {prm.value}")
             if prm.name in ("data_root", "output_root") and not prm.value:
                 return SetParametersResult(successful=False, reason=f"{prm.name} must not be empty")
+            try:
+                if prm.name == "csv_columns" and prm.value:
+                    ColumnMap.parse(prm.value)
+                if prm.name == "time_unit":
+                    time_scale(prm.value)
+                if prm.name == "controller" and prm.value:
+                    ControllerDescription.parse(prm.value)
+            except SysIdError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     def _get(self, name: str):
@@ -209,8 +225,11 @@ class BatchSolverNode(Node):
         ds = read_data(bag,
                        joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                        command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                       joint_names=model.dof_joint_names).for_model(model).with_torque_calibration(
+                       joint_names=model.dof_joint_names, **self._csv_layout(bag)
+                       ).for_model(model).with_torque_calibration(
             self._get("torque_scale"), self._get("torque_offset"))
+        if self._get("controller"):
+            ds = ControllerDescription.parse(self._get("controller")).apply(ds)
         prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
         result = run_method(prep, options)
         evaluation = evaluate(result, prep)
@@ -224,6 +243,14 @@ class BatchSolverNode(Node):
                             f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
         self._publisher.publish(response.estimate)
         self.get_logger().info(response.message)
+
+
+    def _csv_layout(self, path: Path) -> dict:
+        """``csv_columns`` / ``time_unit`` for a CSV file (a bag ignores them)."""
+        if path.suffix.lower() not in CSV_SUFFIXES:
+            return {}
+        spec = self._get("csv_columns")
+        return {"columns": ColumnMap.parse(spec) if spec else None, "time_unit": self._get("time_unit")}
 
 
 def main(args=None) -> None:

@@ -189,3 +189,36 @@ def test_torque_calibration_and_plausibility_parameters_reach_the_solve(tmp_path
         name = f"{model.body_name(b)}.m"
         m0 = model.nominal[model.index(name)]
         assert m0 / 1.5 * (1 - 1e-6) <= values[name] <= 1.5 * m0 * (1 + 1e-6), (name, log[-2000:])
+
+
+def test_vendor_csv_with_column_map_and_controller_description_solves_pc_iv(tmp_path, ros_domain_id):
+    """An RTDE-style log (currents, ms, space separated, no gains) solved by pc_iv through a node
+    started with ``csv_columns``, ``time_unit``, ``torque_scale`` and a velocity ``controller``
+    (params file): the payload's mass within 1 %."""
+    from oracles.rtde_log import COLUMNS, KT, PAYLOAD, numbers, write_rtde_log
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    kv = write_rtde_log(data / "robot_data.csv", duration=8.0)
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        "batch_solver:\n  ros__parameters:\n"
+        f"    csv_columns: '{COLUMNS}'\n    time_unit: ms\n"
+        f"    controller: 'velocity:kv={numbers(kv)}'\n    torque_scale: [{numbers(KT)}]\n")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
+         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
+         "-p", "plots:=false", "--params-file", str(params)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="robot_data.csv", method="pc_iv", payload_body="wrist_3_link", output_dir="iv")
+    finally:
+        c.close()
+        log = stop_process(proc)
+    assert ok.success, (ok.message, log[-2000:])
+    values = dict(zip(ok.estimate.names, ok.estimate.values, strict=True))
+    assert values["payload.m"] == pytest.approx(PAYLOAD.mass, rel=0.01)

@@ -35,6 +35,7 @@ from sysid_ros.core.batch.least_squares import (
     solve_weighted,
     wls,
 )
+from sysid_ros.core.data.controller import closed_loop_needed
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.preprocessing import (
     Conditioned,
@@ -411,11 +412,8 @@ def _instruments(prep: Prepared, theta: np.ndarray) -> np.ndarray:
     the robot with parameters ``theta`` under the recorded reference and gains, run per segment
     (from the segment's first conditioned state, under its slice of the command log)."""
     ds = prep.dataset
-    if ds.command is None:
-        raise DataError(f"{ds.source}: the IV methods need the recorded MotorCommand topic "
-                        "(reference and gains); none was found")
-    if not (np.all(np.isfinite(ds.command.kp)) and np.all(np.isfinite(ds.command.kd))):
-        raise DataError(f"{ds.source}: the recorded commands carry no kp/kd gains")
+    if ds.command is None or not (np.all(np.isfinite(ds.command.kp)) and np.all(np.isfinite(ds.command.kd))):
+        raise DataError(closed_loop_needed(ds))
     mj = _simulation_model(prep.target, theta)
     kp, kd = ds.command.kp.max(axis=0), ds.command.kd.max(axis=0)
     return np.concatenate([_segment_instruments(prep, part, mj, kp, kd) for part in prep.segments],

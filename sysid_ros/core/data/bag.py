@@ -39,12 +39,15 @@ from rosbags.rosbag2.errors import ReaderError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
 from sysid_ros.core.errors import DataError
 from sysid_ros.resources import find_share_file
 
 JOINT_STATES = "/joint_states"
 MOTOR_COMMAND = "/motor_command"
+#: file suffixes read as delimited text (CSV) rather than as a bag
+CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 TRUTH_FILE = "truth.json"
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 MOTOR_COMMAND_TYPE = "sysid_ros/msg/MotorCommand"
@@ -378,13 +381,19 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
 
 
 def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
-              command_topic: str = MOTOR_COMMAND, joint_names: Sequence[str] | None = None) -> Dataset:
-    """A bag directory (MCAP/sqlite3) or a CSV file (see :func:`~sysid_ros.core.data.dataset.read_csv`)."""
+              command_topic: str = MOTOR_COMMAND, joint_names: Sequence[str] | None = None,
+              columns: ColumnMap | None = None, time_unit: str = "s") -> Dataset:
+    """A bag directory (MCAP/sqlite3) or a delimited text file, ``.csv``, ``.tsv`` or ``.txt``
+    (see :func:`~sysid_ros.core.data.dataset.read_csv`; ``columns`` and ``time_unit`` are its,
+    refused for a bag)."""
     path = Path(path)
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() in CSV_SUFFIXES:
         from sysid_ros.core.data.dataset import read_csv
 
-        return read_csv(path, joint_names=joint_names)
+        return read_csv(path, joint_names=joint_names, columns=columns, time_unit=time_unit)
+    if columns is not None or time_unit != "s":
+        raise DataError(f"{path}: a column map and a time unit apply to CSV files "
+                        f"({', '.join(CSV_SUFFIXES)}); a bag's topics carry their names and stamps")
     return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic)
 
 

@@ -7,7 +7,6 @@ A :class:`Dataset` is what every batch method starts from, whether it came from 
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, time_scale
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import RobotModel
 
@@ -73,7 +73,8 @@ class Dataset:
     """Joint samples: ``t (N,)`` [s], ``q``, ``dq``, ``tau`` ``(N, n)`` in ``joint_names`` order.
 
     ``dq`` is NaN when the source had no velocities. ``command`` holds the reference and gains
-    when recorded (needed by the instrumental-variable methods); ``truth`` the true parameters of a
+    when recorded (needed by the instrumental-variable methods; NaN where not recorded: a CSV
+    file's reference columns come without gains); ``truth`` the true parameters of a
     simulated run (``{name: value}``) when known; ``source`` says where the data came from.
     """
 
@@ -218,73 +219,134 @@ class Dataset:
                        command=None if self.command is None else self.command.select(cols))
 
 
-_CSV_NAMED = re.compile(r"^(q|dq|tau)_(.+)$")
-_CSV_NUMBERED = re.compile(r"^(q|dq|tau)(\d+)$")
+#: time column names the default layout accepts as its first column
+_TIME_NAMES = ("time", "t", "stamp")
 
 
-def read_csv(path: str | Path, *, joint_names: Sequence[str] | None = None) -> Dataset:
-    """Read ``time, q..., dq..., tau...`` with a header.
+def read_csv(path: str | Path, *, joint_names: Sequence[str] | None = None,
+             columns: ColumnMap | None = None, time_unit: str = "s") -> Dataset:
+    """Read a CSV file with a header line; comma, semicolon, tab or whitespace separated (told
+    by the header line).
 
-    Columns are either named per joint (``q_<joint>``, ``dq_<joint>``, ``tau_<joint>``) or numbered
-    (``q1..qn``, ``dq1..dqn``, ``tau1..taun``), the latter mapped to ``joint_names`` in order
-    (pass the model's dof joint names). ``dq`` columns are optional.
+    ``columns`` maps the project's fields to the file's columns (:class:`ColumnMap`; the file's
+    other columns are ignored). Without it the file is in the project's layout: ``time`` first,
+    then per joint ``q_<joint>``, ``dq_<joint>``, ``tau_<joint>`` and optionally the reference
+    ``q_ref_<joint>``, ``dq_ref_<joint>``, ``tau_ff_<joint>``, or numbered ``q1..qn``, ``dq1..``,
+    ``tau1..``; any other column is an error. Joints are the file's (``{joint}`` patterns) or
+    ``joint_names`` (pass the model's dof joint names) for ``{i}``/``{n}`` patterns. ``dq``
+    columns are optional (NaN when absent). ``time_unit``: unit of the time column (``s``,
+    ``ms``, ``us``, ``ns``). Recorded reference columns make :attr:`Dataset.command`, NaN for
+    what was not recorded, the gains too (a controller description supplies them,
+    :mod:`sysid_ros.core.data.controller`); the map used is ``meta["csv_columns"]``.
     """
     path = Path(path)
+    scale = time_scale(time_unit)
     if not path.is_file():
         raise DataError(f"expected a CSV file, got {str(path)!r} (not found)")
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise DataError(f"{path}: empty file, expected a header line") from None
-        rows = []
-        for line_no, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(f"{path}:{line_no}: expected {len(header)} values, got {len(row)}")
-            try:
-                rows.append([float(x) for x in row])
-            except ValueError as exc:
-                raise DataError(f"{path}:{line_no}: not a number ({exc})") from None
-    if not header or header[0].lower() not in ("time", "t", "stamp"):
-        raise DataError(f"{path}: the first column must be 'time', got {header[:1]}")
-    data = np.array(rows, dtype=float).reshape(-1, len(header))
-    columns: dict[str, dict[str, int]] = {"q": {}, "dq": {}, "tau": {}}
-    numbered = False
-    for i, h in enumerate(header[1:], start=1):
-        m = _CSV_NUMBERED.match(h)
-        if m:
-            numbered = True
-            columns[m.group(1)][m.group(2)] = i
-            continue
-        m = _CSV_NAMED.match(h)
-        if not m:
-            raise DataError(f"{path}: unexpected column {h!r}; expected q_<joint>, dq_<joint>, "
-                            "tau_<joint> or q1.., dq1.., tau1..")
-        columns[m.group(1)][m.group(2)] = i
-    if numbered:
-        n = len(columns["q"])
-        if joint_names is None or len(joint_names) != n:
-            raise DataError(f"{path}: numbered columns q1..q{n} need {n} joint names (the model's), "
-                            f"got {None if joint_names is None else len(joint_names)}")
-        keys = [str(k) for k in range(1, n + 1)]
+    header, rows = _read_table(path)
+    colmap = _default_layout(path, header) if columns is None else columns
+    if colmap.by_name("q"):
+        names = colmap.joints_in(header)
+        if not names:
+            raise DataError(f"{path}: no column fits q={colmap.q}; {_has(header)}")
+    else:
+        n = len(colmap.joints_in(header)) if columns is None else None
+        if joint_names is None or (n is not None and len(joint_names) != n):
+            what = f"numbered columns q1..q{n}" if n is not None else f"columns by joint index (q={colmap.q})"
+            raise DataError(f"{path}: {what} need {n or 'the'} joint names (the model's), got "
+                            f"{None if joint_names is None else len(joint_names)}")
         names = tuple(joint_names)
-    else:
-        keys = list(columns["q"])
-        names = tuple(keys)
-    for kind in ("q", "tau"):
-        missing = [k for k in keys if k not in columns[kind]]
+    index = {h: k for k, h in enumerate(header)}
+
+    def take(name: str) -> np.ndarray | None:
+        cols = [colmap.time] if name == "time" else colmap.columns(name, names)
+        missing = [k for k, c in enumerate(cols) if c not in index]
+        if missing and (name in REQUIRED or name in colmap.given or len(missing) < len(cols)):
+            k = missing[0]
+            whose = "" if name == "time" else f" of joint {names[k]!r}"
+            raise DataError(f"{path}: no column {cols[k]!r} ({name}{whose}, mapped by "
+                            f"{name}={getattr(colmap, name)}); {_has(header)}")
         if missing:
-            raise DataError(f"{path}: missing {kind} columns for {missing}")
-    q = data[:, [columns["q"][k] for k in keys]]
-    tau = data[:, [columns["tau"][k] for k in keys]]
-    if all(k in columns["dq"] for k in keys):
-        dq = data[:, [columns["dq"][k] for k in keys]]
+            return None
+        return _numbers(path, rows, [index[c] for c in cols], cols)
+
+    t = take("time")[:, 0] * scale
+    q, dq, tau = take("q"), take("dq"), take("tau")
+    refs = {name: take(name) for name in REFERENCE_FIELDS}
+    command = None
+    if any(v is not None for v in refs.values()):
+        nan = np.full_like(q, np.nan)
+        gains = np.full_like(q, np.nan)  # not in the file: from a controller description
+        command = CommandLog(t, nan if refs["q_ref"] is None else refs["q_ref"],
+                             nan if refs["dq_ref"] is None else refs["dq_ref"],
+                             nan if refs["tau_ff"] is None else refs["tau_ff"], gains, gains)
+    return Dataset(t, names, q, np.full_like(q, np.nan) if dq is None else dq, tau, source=str(path),
+                   command=command, meta={"csv_columns": colmap}).validate()
+
+
+def _read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the ``(line number, cells)`` rows of a delimited text file; the delimiter
+    is the one of tab, semicolon, comma that the header line has most of, else whitespace."""
+    with path.open(newline="", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    first = next((k for k, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise DataError(f"{path}: empty file, expected a header line")
+    counts = {d: lines[first].count(d) for d in ("\t", ";", ",")}
+    delimiter = max(counts, key=lambda d: counts[d]) if max(counts.values()) else None
+    if delimiter is None:
+        split = [(k + 1, line.split()) for k, line in enumerate(lines) if line.strip()]
     else:
-        dq = np.full_like(q, np.nan)
-    return Dataset(data[:, 0], names, q, dq, tau, source=str(path)).validate()
+        split = [(k + 1, [c.strip() for c in cells])
+                 for k, cells in zip(range(len(lines)), csv.reader(lines, delimiter=delimiter), strict=True)
+                 if any(c.strip() for c in cells)]
+    (_, header), rows = split[0], split[1:]
+    for line_no, row in rows:
+        if len(row) != len(header):
+            raise DataError(f"{path}:{line_no}: expected {len(header)} values, got {len(row)}")
+    return header, rows
+
+
+def _default_layout(path: Path, header: list[str]) -> ColumnMap:
+    """The project's layout the file is in (named or numbered columns); any other column or a
+    first column that is not the time is an error."""
+    if not header or header[0].lower() not in _TIME_NAMES:
+        raise DataError(f"{path}: the first column must be 'time', got {header[:1]} (another layout: "
+                        "--columns time=NAME,...)")
+    named, numbered = (replace(m, time=header[0]) for m in (ColumnMap(), ColumnMap.numbered()))
+    colmap = named if named.joints_in(header) or not numbered.joints_in(header) else numbered
+    for h in header[1:]:
+        if not colmap.fits(h):
+            raise DataError(f"{path}: unexpected column {h!r}; expected q_<joint>, dq_<joint>, "
+                            "tau_<joint>, q_ref_<joint>, dq_ref_<joint>, tau_ff_<joint> or q1.., dq1.., "
+                            "tau1.. (another layout: --columns)")
+    return colmap
+
+
+def _numbers(path: Path, rows: list[tuple[int, list[str]]], picks: list[int], names: list[str]
+             ) -> np.ndarray:
+    """The columns ``picks`` of ``rows`` as floats ``(N, len(picks))``; raises naming the line
+    and column of the first cell that is not a number."""
+    try:
+        table = np.array([[row[k] for k in picks] for _, row in rows], dtype=float)
+        return table.reshape(len(rows), len(picks))
+    except ValueError:
+        pass  # find the cell
+    out = np.empty((len(rows), len(picks)))
+    for r, (line_no, row) in enumerate(rows):
+        for c, k in enumerate(picks):
+            try:
+                out[r, c] = float(row[k])
+            except ValueError:
+                raise DataError(f"{path}:{line_no}: column {names[c]!r}: expected a number, got "
+                                f"{row[k]!r}") from None
+    return out
+
+
+def _has(header: Sequence[str], shown: int = 8) -> str:
+    """``the file has N columns: a, b, …`` (the first ``shown``)."""
+    more = ", …" if len(header) > shown else ""
+    return f"the file has {len(header)} columns: {', '.join(header[:shown])}{more}"
 
 
 def write_csv(dataset: Dataset, path: str | Path) -> Path:
