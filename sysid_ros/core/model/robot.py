@@ -560,6 +560,7 @@ class RobotModel:
             body.fullinertia = [math.nan] * 6
         attr = {"Fc": "frictionloss", "Fv": "damping", "Ia": "armature"}
         joint_values: dict[str, dict[str, float]] = {}
+        unwritten: list[str] = []
         for (term, dof), value in self._joint_term_values(theta).items():
             joint = self.joints[int(self.mj.dof_jntid[dof])]
             if term in attr:
@@ -567,6 +568,7 @@ class RobotModel:
                 _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
             elif abs(value) > 0:
                 log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
+                unwritten.append(f"{joint.name}.{term} = {value!r}")
         source = {key: getattr(self.mj, f"dof_{key}") for key in attr.values()}  # the MJCF's values
         identified = {(attr[term], dof) for term, dof in self._joint_term_values(theta) if term in attr}
         zeroed: dict[str, list[str]] = {}
@@ -586,10 +588,29 @@ class RobotModel:
         try:
             spec.compile()
             xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
+            xml = _with_comment(xml, _export_note(self.joint_terms, zeroed, unwritten))
             mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
         return _write_atomic(Path(path), xml)
+
+
+def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: list[str]) -> str:
+    """The comment identified.xml carries about its joint terms."""
+    lines = [f"Written by sysid_ros: inertials and joint terms {list(terms)} as identified."]
+    if zeroed:
+        lines.append("Joint terms of the source that were not identified are 0, as the identified "
+                     "model assumed: " + "; ".join(f"{k} of {', '.join(v)}" for k, v in zeroed.items()) + ".")
+    if unwritten:
+        lines.append("Identified terms MJCF cannot hold (Fo: a constant torque offset [N m], add it "
+                     "to the torque MuJoCo computes): " + "; ".join(unwritten) + ".")
+    return "\n     ".join(lines)
+
+
+def _with_comment(xml: str, text: str) -> str:
+    """``xml`` with ``text`` as a comment after the root element's opening tag."""
+    end = xml.index(">", xml.index("<mujoco")) + 1
+    return xml[:end] + "\n  <!-- " + text.replace("--", "- -") + " -->" + xml[end:]
 
 
 def mjcf_full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
