@@ -452,9 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resample", choices=("auto", "off"), default="auto",
                    help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
                    "on a uniform grid by spline interpolation (auto), or used as recorded (off)")
-    p.add_argument("--bridge-gaps", type=float, default=0.005, metavar="S",
+    p.add_argument("--bridge-gaps", type=float, default=-1.0, metavar="S",
                    help="dropped-cycle gaps up to this long are interpolated over; longer ones "
-                   "split the data into segments [s] (default: 0.005)")
+                   "split the data into segments [s] (default: automatic, 5 ms or 3.5 median "
+                   "periods, whichever is longer)")
     p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
                    help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
                    "methods cut them at each segment's start and end, the online ones skip them)")

@@ -82,7 +82,8 @@ class BatchSolverNode(Node):
             ("max_samples", 2000, "samples kept for the dual-metric SDP"),
             ("min_segment", 2.0, "data between gaps shorter than this is not used [s]"),
             ("resample", "auto", "irregular sampling put on a uniform grid (auto) or used as recorded (off)"),
-            ("bridge_gaps", 0.005, "dropped-cycle gaps up to this long are interpolated over [s]"),
+            ("bridge_gaps", -1.0, "dropped-cycle gaps up to this long are interpolated over [s] "
+                                  "(< 0: automatic, 5 ms or 3.5 median periods)"),
             ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
                                      "slower than 0.01 rad/s)"),
             ("plots", True, "write PNG plots with each result"),

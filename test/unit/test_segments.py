@@ -160,10 +160,11 @@ def test_a_short_segment_is_dropped_with_a_warning(complete, target, truth, capl
 
 
 def test_no_segment_long_enough_is_a_data_error_naming_the_gaps(complete, target):
-    short = complete.window(0, 1500)  # 3 s, holes at 1 s and 2 s
-    ds = _without(short, (500, 502), (1000, 1002))
+    short = complete.window(0, 1500)  # 3 s, holes at 1 s and 2 s (6 ms: gaps only when the
+    ds = _without(short, (500, 502), (1000, 1002))  # bridge limit is set below them)
     with pytest.raises(DataError) as err:
-        identify(ds, target, IdentifyOptions(method="ols", preprocessing=Preprocessing(min_segment=1.5)))
+        identify(ds, target, IdentifyOptions(method="ols", preprocessing=Preprocessing(
+            min_segment=1.5, bridge_gaps=0.005)))
     assert str(err.value) == (
         f"{ds.source}: no segment of the recording is at least 1.50 s (750 samples) long: "
         "3 segment(s), 1496 samples; gaps: gap of 6.0 ms after t=0.998000 s (before sample 500, "

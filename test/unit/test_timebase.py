@@ -118,3 +118,19 @@ def test_a_log_with_alternating_stamps_identifies_like_a_uniform_one(run):
     assert got.diagnostics.relative_error < 2 * ref.diagnostics.relative_error + 0.05
     # as recorded (the wrong grid) the fit is worse than resampled
     assert off.diagnostics.relative_error > got.diagnostics.relative_error
+
+
+def test_the_automatic_bridge_limit_follows_the_rate():
+    """Negative max_bridge (the default): dropped cycles up to 3.5 median periods (at least 5 ms)
+    are bridged, so one or two lost cycles of a 100 Hz log are not gaps; longer steps are."""
+    t = np.arange(0, 10, 0.01)
+    keep = np.ones(t.size, dtype=bool)
+    keep[[200, 400, 401]] = False      # 20 ms and 30 ms steps: bridged
+    keep[600:604] = False              # 50 ms: a gap
+    q = np.sin(t[keep])[:, None]
+    ds = Dataset(t[keep], ("j",), q, np.cos(t[keep])[:, None], q.copy(), source="log")
+    _, report = regularise(ds)
+    assert [round(1e3 * length) for _, length in report.bridged] == [20, 30]
+    assert report.gaps == 1
+    _, fixed = regularise(ds, max_bridge=0.005)
+    assert fixed.bridged == () and fixed.gaps == 3

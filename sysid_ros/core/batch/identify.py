@@ -271,10 +271,13 @@ def separability_warnings(prep: Prepared) -> list[str]:
 
 
 def precision_warnings(result: IdentificationResult, *, limit: int = 12) -> list[str]:
-    """Base parameters whose standard deviation exceeds their magnitude (the data barely
-    determine them), named, the worst first (at most ``limit`` named)."""
+    """Base parameters whose standard deviation exceeds their magnitude and is not negligible
+    (above 1e-3 of the parameters' RMS): the data barely determine them; named, the worst first
+    (at most ``limit`` named)."""
     std, beta = result.beta_std, result.beta
-    bad = np.flatnonzero(std > np.abs(beta))
+    # a parameter that is ~0 with a negligible std (1e-3 of the typical magnitude) is not news
+    floor = 1e-3 * float(np.sqrt(np.mean(beta**2))) if beta.size else 0.0
+    bad = np.flatnonzero((std > np.abs(beta)) & (std > floor))
     if bad.size == 0:
         return []
     bad = bad[np.argsort(-(std[bad] / np.maximum(np.abs(beta[bad]), 1e-300)))]
@@ -445,9 +448,10 @@ def _segment_instruments(prep: Prepared, part: PreparedSegment, mj, kp: np.ndarr
 
 
 def _instrument_step(mj, cond: Conditioned, kp: np.ndarray, kd: np.ndarray) -> float:
-    """Largest multiple of the data period, at most the model's time step, that keeps the explicit
-    PD loop well resolved: ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint (inertia at the
-    first conditioned sample ``cond.q[0]``)."""
+    """Largest multiple (or, for data slower than that, largest integer fraction) of the data
+    period, at most the model's time step, that keeps the explicit PD loop well resolved:
+    ``dt·(kd/M_jj + √(kp/M_jj)) <= 0.3`` for every joint (inertia at the first conditioned
+    sample ``cond.q[0]``)."""
     import mujoco
 
     data = mujoco.MjData(mj)
@@ -459,6 +463,8 @@ def _instrument_step(mj, cond: Conditioned, kp: np.ndarray, kd: np.ndarray) -> f
     rate = float(np.max(kd / inertia + np.sqrt(kp / inertia)))
     period = 1.0 / cond.fs
     limit = min(float(mj.opt.timestep), 0.3 / max(rate, 1e-9))
+    if period > limit:  # slow logs (a vendor's 100 Hz): a fraction of the period
+        return period / int(np.ceil(period / limit))
     return period * max(1, int(limit / period))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.linalg
 
 from sysid_ros.core.batch.convex import ConvexSolution, least_squares_program
+from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
 
@@ -30,7 +31,7 @@ class IVStep:
     beta: np.ndarray
     theta: np.ndarray | None
     gradient_norm: float  # ‖Zᵀ(y − Xβ)‖ / ‖Zᵀy‖, ~0 unless constraints bind
-    pi_rank: int  # rank of Π̂ = (ZᵀZ)⁻¹ZᵀX (eq. 22): must equal n_b
+    pi_rank: int  # rank of Π̂ = (ZᵀZ)⁻¹ZᵀX (eq. 22): must equal the regressor's rank (n_b)
     solution: ConvexSolution | None
 
 
@@ -43,17 +44,23 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
     scale = np.linalg.norm(x, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     xs, zs = x / scale, z / np.maximum(np.linalg.norm(z, axis=0), 1e-300)
-    qz, rz = scipy.linalg.qr(zs, mode="economic")
-    pi = scipy.linalg.solve_triangular(rz, qz.T @ xs)
-    sv = np.linalg.svd(pi, compute_uv=False)
+    # orthonormal basis of what the instruments span (combinations the data cannot separate, e.g.
+    # a one-way joint's Coulomb friction and offset, leave both X and Z rank-deficient alike)
+    uz, svz, _ = np.linalg.svd(zs, full_matrices=False)
+    qz = uz[:, svz > RANK_TOLERANCE * svz[0]] if svz.size else uz
+    sv_x = np.linalg.svd(xs, compute_uv=False)
+    x_rank = int(np.sum(sv_x > RANK_TOLERANCE * sv_x[0])) if sv_x.size else 0
+    sv = np.linalg.svd(qz.T @ xs, compute_uv=False)
     pi_rank = int(np.sum(sv > 1e-9 * sv[0])) if sv.size else 0
-    if pi_rank < x.shape[1]:
+    if pi_rank < x_rank:
         raise IdentificationError(f"the instruments are not correlated with the regressor: rank of "
-                                  f"Π̂ is {pi_rank} < {x.shape[1]} (eq. 25); excitation too poor?")
+                                  f"Π̂ is {pi_rank} < {x_rank}, the regressor's (eq. 25); excitation "
+                                  "too poor?")
     solution = None
     theta = None
     if target is None:
-        beta = np.linalg.solve(zs.T @ xs, zs.T @ y) / scale
+        # 2SLS (= eq. 12 when Z and X have full rank): min ‖P_Z (y − X β)‖, minimum norm
+        beta = np.linalg.lstsq(qz.T @ xs, qz.T @ y, rcond=None)[0] / scale
     else:
         assert b_matrix is not None
         # ½‖P_Z(y − XBθ)‖² = ½‖Q_Zᵀ(y − XBθ)‖² + const

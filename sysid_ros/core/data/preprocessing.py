@@ -39,7 +39,8 @@ class Preprocessing:
     ``min_segment`` [s]: segments between gaps shorter than this are dropped (default 2 s; never
     less than the trimmed edges plus ten decimated samples, :meth:`min_samples`);
     ``resample``: ``"auto"`` puts irregularly sampled data (steps off the median by more than
-    ``jitter_tolerance``, or dropped cycles up to ``bridge_gaps`` [s] long) on a uniform grid
+    ``jitter_tolerance``, or dropped cycles up to ``bridge_gaps`` [s] long; negative: automatic,
+    5 ms or 3.5 median periods, whichever is longer) on a uniform grid
     first, ``"off"`` only checks the rate (:func:`~sysid_ros.core.data.timebase.regularise`);
     ``stationary_cut``: cut the stationary start and end of every segment before filtering
     (:func:`~sysid_ros.core.data.stationary.moving_span`; default on).
@@ -57,7 +58,7 @@ class Preprocessing:
     min_segment: float = 2.0
     stationary_cut: bool = True
     resample: Literal["auto", "off"] = "auto"
-    bridge_gaps: float = 0.005
+    bridge_gaps: float = -1.0
     jitter_tolerance: float = 0.1
 
     def __post_init__(self) -> None:
@@ -67,8 +68,9 @@ class Preprocessing:
             raise DataError(f"min_segment must be a finite number >= 0 s, got {self.min_segment}")
         if self.resample not in ("auto", "off"):
             raise DataError(f"resample must be 'auto' or 'off', got {self.resample!r}")
-        if not self.bridge_gaps >= 0 or not self.jitter_tolerance > 0:
-            raise DataError(f"bridge_gaps must be >= 0 s and jitter_tolerance > 0, got "
+        if not math.isfinite(self.bridge_gaps) or not self.jitter_tolerance > 0:
+            raise DataError(f"bridge_gaps must be a number of seconds (< 0: automatic) and "
+                            f"jitter_tolerance > 0, got "
                             f"{self.bridge_gaps}, {self.jitter_tolerance}")
 
     @property

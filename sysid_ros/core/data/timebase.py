@@ -7,7 +7,8 @@ dropped cycle throws good data away. :func:`regularise`:
 
 * refuses a median rate outside [:data:`MIN_RATE`, :data:`MAX_RATE`] Hz, naming the likely unit
   mistake (a time column in ms or ns);
-* splits at steps longer than ``max_bridge`` [s] (real gaps: the batch methods use the pieces as
+* splits at steps longer than ``max_bridge`` [s] (automatic: 5 ms or 3.5 median periods, whichever
+  is longer) (real gaps: the batch methods use the pieces as
   separate segments, :mod:`sysid_ros.core.data.segments`);
 * within each piece, if the steps deviate from the median by more than ``jitter_tolerance``
   (relative) or a few cycles are missing (a step of more than 1.5 periods, up to ``max_bridge``),
@@ -32,6 +33,11 @@ from sysid_ros.core.errors import DataError
 
 MIN_RATE = 5.0        # [Hz] slower logs carry no dynamics (or their time is not in seconds)
 MAX_RATE = 100_000.0  # [Hz] faster "logs" have their time in ms/us/ns units read as seconds
+#: automatic ``max_bridge`` (a negative value): steps up to this many median periods, and up to
+#: :data:`BRIDGE_SECONDS`, are dropped cycles (two cycles lost in a row in a 100 Hz vendor log, a
+#: few at 1 kHz), bridged; longer ones are gaps
+BRIDGE_PERIODS = 3.5
+BRIDGE_SECONDS = 0.005
 
 
 @dataclass(frozen=True)
@@ -85,10 +91,11 @@ def check_rate(t: np.ndarray, where: str) -> float:
     return rate
 
 
-def regularise(ds: Dataset, *, max_bridge: float = 0.005, jitter_tolerance: float = 0.1,
+def regularise(ds: Dataset, *, max_bridge: float = -1.0, jitter_tolerance: float = 0.1,
                resample: bool = True) -> tuple[Dataset, TimebaseReport]:
     """``ds`` on a uniform time base where it is not (see the module docstring), and what was
-    done. ``max_bridge`` [s]: longest step interpolated over (longer steps stay gaps);
+    done. ``max_bridge`` [s]: longest step interpolated over (longer steps stay gaps); negative:
+    automatic, the larger of :data:`BRIDGE_SECONDS` and :data:`BRIDGE_PERIODS` median periods;
     ``jitter_tolerance``: relative step deviation accepted as uniform; ``resample`` False only
     checks and reports."""
     t = ds.t
@@ -96,7 +103,8 @@ def regularise(ds: Dataset, *, max_bridge: float = 0.005, jitter_tolerance: floa
     dt = np.diff(t)
     med = 1.0 / rate
     dropped = dt > GAP_FACTOR * med
-    split_at = dropped & (dt > max_bridge)
+    limit = max(BRIDGE_SECONDS, BRIDGE_PERIODS * med) if max_bridge < 0 else max_bridge
+    split_at = dropped & (dt > limit)
     bridge = dropped & ~split_at
     regular = dt[~dropped]
     jitter = float(np.std(regular) / np.mean(regular)) if regular.size else 0.0

@@ -412,9 +412,10 @@ class RobotModel:
         return np.array([j.dof_adr for j in self.joints if j.type in ("hinge", "slide")], dtype=int)
 
     def check_fixed_base(self, what: str) -> None:
-        """:class:`ModelError` if the model has free or ball joints (a floating base): ``what``
-        (e.g. "joint-state data") holds the hinge/slide joints only, not the base's pose."""
-        floating = [f"{j.name} ({j.type})" for j in self.joints if j.type in ("free", "ball")]
+        """:class:`ModelError` if the model has a free joint (a floating base): ``what`` (e.g.
+        "joint-state data") holds the hinge/slide joints only, not the base's pose. (Ball joints
+        elsewhere: :meth:`require_scalar_joints`.)"""
+        floating = [f"{j.name} ({j.type})" for j in self.joints if j.type == "free"]
         if floating:
             raise ModelError(f"{what} hold(s) hinge/slide joint states only, but the model has "
                              f"{', '.join(floating)}: a floating base needs its pose and velocity; "
