@@ -3,7 +3,13 @@ thresholds from residual statistics and contact events (overview seed: "monitor 
 τ_meas − τ_predicted to detect unexpected contact")."""
 
 from sysid_ros.core.monitor.detector import ContactDetector, ContactEvent, Thresholds, detect_contacts
-from sysid_ros.core.monitor.observer import DEFAULT_GAIN, MomentumObserver, momentum_terms, observer_residuals
+from sysid_ros.core.monitor.observer import (
+    DEFAULT_GAIN,
+    MomentumObserver,
+    momentum_terms,
+    observer_residuals,
+    residuals_of,
+)
 from sysid_ros.core.monitor.session import (
     CollisionMonitor,
     MonitorReport,
@@ -14,4 +20,4 @@ from sysid_ros.core.monitor.session import (
 
 __all__ = ["DEFAULT_GAIN", "CollisionMonitor", "ContactDetector", "ContactEvent", "MomentumObserver",
            "MonitorReport", "Thresholds", "calibrate", "detect_contacts", "momentum_terms",
-           "monitor_recording", "observer_residuals", "parameters_from_result"]
+           "monitor_recording", "observer_residuals", "parameters_from_result", "residuals_of"]

@@ -28,7 +28,8 @@ from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.regressor import momentum_regressors
 from sysid_ros.core.model.robot import RobotModel
 
-__all__ = ["DEFAULT_GAIN", "MomentumObserver", "MomentumTerms", "momentum_terms", "observer_residuals"]
+__all__ = ["DEFAULT_GAIN", "MomentumObserver", "MomentumTerms", "momentum_terms", "observer_residuals",
+           "residuals_of"]
 
 #: observer gain K [1/s]: a 10 ms time constant, 86 % of a step contact torque within 20 ms
 DEFAULT_GAIN = 100.0
@@ -46,16 +47,19 @@ class MomentumTerms(NamedTuple):
 
 def momentum_terms(model: RobotModel, theta: np.ndarray, q: np.ndarray, dq: np.ndarray) -> MomentumTerms:
     """:class:`MomentumTerms` of the model with parameters ``theta (p,)`` at ``q (N, nq)``,
-    ``dq (N, nv)`` (evaluated :data:`CHUNK` samples at a time)."""
-    theta = model.check_theta(theta)
+    ``dq (N, nv)`` (evaluated :data:`CHUNK` samples at a time). ``theta (m, p)``: the terms of
+    ``m`` parameter vectors at once, each ``(m, N, nv)`` (the regressors are computed once)."""
+    theta = np.asarray(theta, dtype=float)
+    thetas = np.stack([model.check_theta(th) for th in np.atleast_2d(theta)])  # (m, p)
     q, dq = np.atleast_2d(np.asarray(q, dtype=float)), np.atleast_2d(np.asarray(dq, dtype=float))
-    p, beta = np.empty((q.shape[0], model.nv)), np.empty((q.shape[0], model.nv))
+    shape = (thetas.shape[0], q.shape[0], model.nv)
+    p, beta = np.empty(shape), np.empty(shape)
     for start in range(0, q.shape[0], CHUNK):
         sl = slice(start, start + CHUNK)
         reg = momentum_regressors(model, q[sl], dq[sl])
-        p[sl] = reg.Yp @ theta
-        beta[sl] = (reg.Yc - reg.Yg - reg.Yf) @ theta
-    return MomentumTerms(p, beta)
+        p[:, sl] = np.moveaxis(reg.Yp @ thetas.T, -1, 0)
+        beta[:, sl] = np.moveaxis((reg.Yc - reg.Yg - reg.Yf) @ thetas.T, -1, 0)
+    return MomentumTerms(p, beta) if theta.ndim == 2 else MomentumTerms(p[0], beta[0])
 
 
 def _check_gain(gain: float) -> float:
@@ -77,16 +81,26 @@ def observer_residuals(model: RobotModel, theta: np.ndarray, t: np.ndarray, q: n
     """The residual ``r (N, nv)`` [N·m] of a whole recording (``t (N,)`` [s], ``q (N, nq)``,
     ``dq``, ``tau (N, nv)`` measured joint torque), computed as :class:`MomentumObserver` would
     sample by sample (the same numbers, faster)."""
+    tau = np.asarray(tau, dtype=float)
+    if tau.shape != (np.size(t), model.nv):
+        raise DataError(f"expected torques of shape ({np.size(t)}, {model.nv}), got {tau.shape}")
+    return residuals_of(momentum_terms(model, theta, q, dq), t, tau, gain=gain)
+
+
+def residuals_of(terms: MomentumTerms, t: np.ndarray, tau: np.ndarray, *, gain: float = DEFAULT_GAIN
+                 ) -> np.ndarray:
+    """The residual ``(N, nv)`` [N·m] from precomputed :class:`MomentumTerms` ``(N, nv)`` (one
+    model's) and the measured torque ``tau (N, nv)`` at times ``t (N,)`` [s]."""
     gain = _check_gain(gain)
     t = np.asarray(t, dtype=float)
-    tau = np.asarray(tau, dtype=float)
-    if tau.shape != (t.size, model.nv):
-        raise DataError(f"expected torques of shape ({t.size}, {model.nv}), got {tau.shape}")
-    terms = momentum_terms(model, theta, q, dq)
-    r = np.zeros((t.size, model.nv))
+    if terms.p.shape != tau.shape or tau.shape[0] != t.size:
+        raise DataError(f"expected momentum terms and torques of shape ({t.size}, n), got "
+                        f"{terms.p.shape} and {tau.shape}")
+    r = np.zeros(tau.shape)
     h = np.diff(t)
-    for k in range(1, t.size):
-        _check_step(h[k - 1], gain, t[k])
+    bad = np.flatnonzero(~(h > 0) | (gain * h > 1.0))
+    if bad.size:
+        _check_step(h[bad[0]], gain, t[bad[0] + 1])
     drive = gain * (np.diff(terms.p, axis=0) - h[:, None] * (tau[:-1] + terms.beta[:-1]))
     decay = 1.0 - gain * h
     for k in range(1, t.size):

@@ -6,6 +6,7 @@ monitor``), plus the model's parameters from an identification's ``result.json``
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from sysid_ros.core.monitor.detector import (
     detect_contacts,
 )
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN, MomentumObserver, observer_residuals
+
+log = logging.getLogger(__name__)
 
 __all__ = ["CollisionMonitor", "MonitorReport", "calibrate", "monitor_recording", "parameters_from_result"]
 
@@ -61,6 +64,12 @@ def calibrate(model: RobotModel, theta: np.ndarray, data: Dataset, *, gain: floa
     identification run): ``max(sigma_factor · rms, peak_factor · peak) + margin`` per joint [N·m]
     (:meth:`Thresholds.calibrate`)."""
     data = _recording(model, data)
+    still = [name for name, dq in zip(model.dof_joint_names, data.dq.T, strict=True)
+             if not (dq.min() < 0 < dq.max())]
+    if still:
+        log.warning("%s: joints %s never reverse in the calibration data: their thresholds miss the "
+                    "residual of Coulomb friction at a reversal (expect false alarms; calibrate on a "
+                    "whole excitation period)", data.source or "calibration", still)
     r = observer_residuals(model, theta, data.t, data.q, data.dq, data.tau, gain=gain)
     return Thresholds.calibrate(r, sigma_factor=sigma_factor, peak_factor=peak_factor, margin=margin)
 
