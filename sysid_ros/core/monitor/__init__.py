@@ -6,6 +6,7 @@ from sysid_ros.core.monitor.detector import ContactDetector, ContactEvent, Thres
 from sysid_ros.core.monitor.observer import (
     DEFAULT_GAIN,
     MomentumObserver,
+    MomentumTerms,
     momentum_terms,
     observer_residuals,
     residuals_of,
@@ -19,5 +20,5 @@ from sysid_ros.core.monitor.session import (
 )
 
 __all__ = ["DEFAULT_GAIN", "CollisionMonitor", "ContactDetector", "ContactEvent", "MomentumObserver",
-           "MonitorReport", "Thresholds", "calibrate", "detect_contacts", "momentum_terms",
+           "MomentumTerms", "MonitorReport", "Thresholds", "calibrate", "detect_contacts", "momentum_terms",
            "monitor_recording", "observer_residuals", "parameters_from_result", "residuals_of"]
