@@ -103,3 +103,19 @@ def test_node_reports_a_simulated_push_within_20ms(ros_domain_id, tmp_path):
     released = [s for _, s in statuses if s.message == "released"]
     assert released and all(s.level == DiagnosticStatus.OK for s in released)  # the push ends at 1.6 s
     assert "contact on joint" in procs["collision_monitor"].output
+
+
+def test_bad_parameters_stop_the_nodes_with_the_reason(ros_domain_id, tmp_path):
+    monitor = NodeProcess("collision_monitor", config="collision_monitor", domain_id=ros_domain_id,
+                          log=tmp_path / "monitor.log",
+                          overrides={"model_path": str(DEFAULT_ROBOT), "thresholds": [0.1, 0.2]})
+    sim = NodeProcess("mujoco_sim", config="mujoco_sim", domain_id=ros_domain_id, log=tmp_path / "sim.log",
+                      overrides={"model_path": str(DEFAULT_ROBOT), "pushes": ["body=link_6,force=1,2,3"]})
+    for proc in (monitor, sim):
+        proc.proc.wait(timeout=120)
+    assert (monitor.stop(), sim.stop()) == (1, 1)
+    assert ("[CollisionMonitorNode] cannot start: expected 1 or 6 thresholds [N·m], got 2"
+            in monitor.output), monitor.output[-1500:]
+    assert ("[MujocoSimNode] cannot start: parameter pushes: expected a push body=NAME,force=FX,FY,FZ"
+            "[,torque=TX,TY,TZ],start=S,duration=S [N, N·m, s], got 'body=link_6,force=1,2,3'"
+            in sim.output), sim.output[-1500:]

@@ -24,6 +24,7 @@ from sysid_ros.core.monitor import (
     CollisionMonitor,
     MomentumObserver,
     Thresholds,
+    calibrate,
     detect_contacts,
     momentum_terms,
     monitor_recording,
@@ -167,6 +168,15 @@ def test_bad_inputs_say_what_was_expected(model):
         Thresholds.given(0.0, 1)
     with pytest.raises(SysIdError, match="give thresholds or a calibration time > 0 s"):
         CollisionMonitor(model, model.nominal)
+
+
+def test_calibration_warns_about_joints_that_never_reverse(model, caplog):
+    rec = _run(model, 0, 0.3)  # too short: some joints keep their direction
+    still = [n for n, dq in zip(model.dof_joint_names, rec.dq.T, strict=True) if not dq.min() < 0 < dq.max()]
+    assert still
+    with caplog.at_level("WARNING"):
+        calibrate(model, model.nominal, _dataset(model, rec, "short run"))
+    assert f"short run: joints {still} never reverse in the calibration data" in caplog.text
 
 
 def test_sysid_monitor_replays_a_bag(model, tmp_path, capsys):
