@@ -25,7 +25,8 @@ Publishes, on relative topics:
   ``mujoco_sim`` waits for.
 
 Bad samples (other joints, missing velocity or effort, time not increasing, NaN) are counted and
-reported in throttled warnings; the node keeps running. Parameters are read at start.
+reported in throttled warnings; the node keeps running. A gap longer than ``1/gain`` between
+samples (lost messages) restarts the observer, with a warning. Parameters are read at start.
 """
 
 from __future__ import annotations
@@ -165,11 +166,17 @@ class CollisionMonitorNode(Node):
             self._reject("non-finite position, velocity or effort")
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        restarts = self.monitor.observer.restarts
         try:
             residual, events = self.monitor.update(t, q, dq, tau)
         except SysIdError as exc:
             self._reject(str(exc))
             return
+        if self.monitor.observer.restarts > restarts:
+            self.get_logger().warning(
+                f"t = {t:.6f} s: a gap longer than 1/gain = {1.0 / self.monitor.observer.gain:g} s restarted "
+                f"the observer ({self.monitor.observer.restarts} so far; lost samples?)",
+                throttle_duration_sec=2.0)
         if self._publish_residual:
             self._residual_msg.data = residual.tolist()
             self._residual.publish(self._residual_msg)

@@ -83,6 +83,13 @@ def test_online_observer_and_monitor_equal_the_batch_replay(model):
     rows = np.array([online.update(t, q, dq, tau) for t, q, dq, tau in zip(rec.t, rec.q, rec.dq, rec.tau,
                                                                           strict=True)])
     np.testing.assert_allclose(rows, batch, rtol=0, atol=1e-9)
+    # a gap longer than 1/K (lost samples) restarts both at the sample after it
+    keep = np.r_[0:150, 170:rec.t.size]
+    gapped = observer_residuals(model, theta, rec.t[keep], rec.q[keep], rec.dq[keep], rec.tau[keep])
+    again = MomentumObserver(model, theta)
+    rows = np.array([again.update(rec.t[k], rec.q[k], rec.dq[k], rec.tau[k]) for k in keep])
+    np.testing.assert_allclose(rows, gapped, rtol=0, atol=1e-9)
+    assert again.restarts == 1 and not gapped[150].any() and np.abs(gapped[151]).max() > 0
     # two parameter vectors at once = each alone
     two = momentum_terms(model, np.stack([theta, 1.1 * theta]), rec.q, rec.dq)
     np.testing.assert_allclose(residuals_of(type(two)(two.p[1], two.beta[1]), rec.t, rec.tau),

@@ -11,7 +11,9 @@ obeys ``ṙ = K (τ_ext − r)``: a first-order low-pass of the external joint t
 
     r_k = (1 − K h_k) r_{k−1} + K (p_k − p_{k−1} − h_k (τ_{k−1} + β_{k−1})),   β = Cᵀq̇ − g − τ_f
 
-with ``r_0 = 0`` (``K h_k`` must be at most 1). ``p`` and ``β`` are linear in the model's parameters
+with ``r_0 = 0``. ``K h`` must be at most 1 for the usual interval; a gap longer than ``1/K``
+(lost samples) restarts the observer at the sample after it (``r = 0`` there, counted), which
+hides a contact already present at that moment. ``p`` and ``β`` are linear in the model's parameters
 θ (:func:`~sysid_ros.core.model.regressor.momentum_regressors`: armature in ``M``, the joint terms
 ``Fc·sign(q̇) + Fv·q̇ + Fo`` in ``τ_f``), so the identified θ, friction included, is the model.
 Units: SI (rad, rad/s, N·m, s); joint vectors in the model's dof order.
@@ -19,6 +21,7 @@ Units: SI (rad, rad/s, N·m, s); joint vectors in the model's dof order.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import NamedTuple
 
@@ -27,6 +30,8 @@ import numpy as np
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.regressor import momentum_regressors
 from sysid_ros.core.model.robot import RobotModel
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_GAIN", "MomentumObserver", "MomentumTerms", "momentum_terms", "observer_residuals",
            "residuals_of"]
@@ -68,9 +73,12 @@ def _check_gain(gain: float) -> float:
     return float(gain)
 
 
-def _check_step(h: float, gain: float, t: float) -> None:
+def _check_increasing(h: float, t: float) -> None:
     if not h > 0:
         raise DataError(f"sample times must increase; got a step of {h:g} s at t = {t:.6f} s")
+
+
+def _check_interval(h: float, gain: float) -> None:
     if gain * h > 1.0:
         raise DataError(f"observer gain {gain:g} 1/s × sample interval {h:g} s = {gain * h:.3g} > 1: the "
                         f"discrete observer would oscillate; lower the gain below {1.0 / h:.4g} 1/s")
@@ -90,7 +98,9 @@ def observer_residuals(model: RobotModel, theta: np.ndarray, t: np.ndarray, q: n
 def residuals_of(terms: MomentumTerms, t: np.ndarray, tau: np.ndarray, *, gain: float = DEFAULT_GAIN
                  ) -> np.ndarray:
     """The residual ``(N, nv)`` [N·m] from precomputed :class:`MomentumTerms` ``(N, nv)`` (one
-    model's) and the measured torque ``tau (N, nv)`` at times ``t (N,)`` [s]."""
+    model's) and the measured torque ``tau (N, nv)`` at times ``t (N,)`` [s]. Raises
+    :class:`DataError` if the times do not increase or ``gain ×`` the median interval exceeds 1;
+    restarts after longer gaps (see the module docstring)."""
     gain = _check_gain(gain)
     t = np.asarray(t, dtype=float)
     if terms.p.shape != tau.shape or tau.shape[0] != t.size:
@@ -98,11 +108,18 @@ def residuals_of(terms: MomentumTerms, t: np.ndarray, tau: np.ndarray, *, gain: 
                         f"{terms.p.shape} and {tau.shape}")
     r = np.zeros(tau.shape)
     h = np.diff(t)
-    bad = np.flatnonzero(~(h > 0) | (gain * h > 1.0))
+    bad = np.flatnonzero(~(h > 0))
     if bad.size:
-        _check_step(h[bad[0]], gain, t[bad[0] + 1])
+        _check_increasing(h[bad[0]], t[bad[0] + 1])
+    if h.size:
+        _check_interval(float(np.median(h)), gain)
     drive = gain * (np.diff(terms.p, axis=0) - h[:, None] * (tau[:-1] + terms.beta[:-1]))
     decay = 1.0 - gain * h
+    gaps = gain * h > 1.0
+    if gaps.any():  # restart after each gap: r = 0 at the sample that ends it
+        log.warning("observer restarted after %d gap(s) longer than 1/K = %g s (first at t = %.6f s)",
+                    int(gaps.sum()), 1.0 / gain, t[1:][gaps][0])
+        drive[gaps], decay[gaps] = 0.0, 0.0
     for k in range(1, t.size):
         r[k] = decay[k - 1] * r[k - 1] + drive[k - 1]
     return r
@@ -118,6 +135,8 @@ class MomentumObserver:
         self.model = model
         self.theta = model.check_theta(np.array(theta, dtype=float))
         self.gain = _check_gain(gain)
+        #: restarts after gaps longer than 1/gain (see the module docstring)
+        self.restarts = 0
         self.reset()
 
     def reset(self) -> None:
@@ -128,7 +147,8 @@ class MomentumObserver:
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """Take the measurement at ``t`` [s] (``q (nq,)``, ``dq (nv,)``, ``tau (nv,)``) and return
         the residual ``(nv,)`` [N·m] (a copy). Raises :class:`DataError` (and keeps its state) if
-        ``t`` does not increase or ``gain × step`` exceeds 1."""
+        ``t`` does not increase; a step longer than ``1/gain`` restarts the observer at this sample
+        (``r = 0``, :attr:`restarts` counts them)."""
         tau = np.asarray(tau, dtype=float)
         if tau.shape != (self.model.nv,):
             raise DataError(f"expected {self.model.nv} joint torques, got shape {tau.shape}")
@@ -137,7 +157,12 @@ class MomentumObserver:
         if self._last is not None:
             t0, p0, tau0, beta0 = self._last
             h = t - t0
-            _check_step(h, self.gain, t)
-            self.residual = (1.0 - self.gain * h) * self.residual + self.gain * (p - p0 - h * (tau0 + beta0))
+            _check_increasing(h, t)
+            if self.gain * h > 1.0:
+                self.restarts += 1
+                self.residual = np.zeros(self.model.nv)
+            else:
+                self.residual = ((1.0 - self.gain * h) * self.residual
+                                 + self.gain * (p - p0 - h * (tau0 + beta0)))
         self._last = (float(t), p, tau.copy(), beta)
         return self.residual.copy()
