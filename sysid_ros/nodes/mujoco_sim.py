@@ -23,7 +23,9 @@ Publishes ``joint_states``
 (``sensor_msgs/JointState``, effort = applied torque) every ``publish_every`` steps, ``/clock``
 (other nodes run with ``use_sim_time``) and, latched, ``sim/true_parameters``
 (``sysid_ros/ParameterEstimate``): the simulated robot's true parameters, so estimates can be
-scored. Commands with non-finite values or magnitudes above 1e6 (gains, targets, torques) are
+scored. ``pushes`` apply external wrenches to named bodies at given simulated times (unexpected
+contacts, for the ``collision_monitor``).
+Commands with non-finite values or magnitudes above 1e6 (gains, targets, torques) are
 refused with a counted warning. Should the physics diverge all the same (MuJoCo flags a NaN, infinite
 or huge state and resets the robot to its reference pose), the node logs it and stops stepping: no
 reset state is published. Topic names are relative (``/joint_states`` ... in the root namespace): move them by
@@ -49,7 +51,7 @@ from sensor_msgs.msg import JointState
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
-from sysid_ros.core.sim.plant import SensorModel, SimulationError
+from sysid_ros.core.sim.plant import Push, SensorModel, SimulationError
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
@@ -86,6 +88,9 @@ PARAMETERS = (
     ("initial_position", Parameter.Type.DOUBLE_ARRAY,
      "initial joint positions [rad] (unset = middle of the ranges)"),
     ("integrator", "euler", "euler (semi-implicit) | rk4"),
+    ("pushes", Parameter.Type.STRING_ARRAY,
+     "external pushes (unexpected contacts), each 'body=NAME,force=FX,FY,FZ[,torque=TX,TY,TZ],"
+     "start=S,duration=S' [N, N·m, s simulated; world axes, at the body's centre of mass]"),
     ("lockstep", False, "advance physics only when the graph has caught up (deterministic runs)"),
     ("lockstep_command", True, "lockstep: wait for a command stamped at or after each published state"),
     ("lockstep_wait_for", Parameter.Type.STRING_ARRAY,
@@ -140,7 +145,8 @@ class MujocoSimNode(Node):
             f"real-time factor {'max' if self.rtf <= 0 else f'{self.rtf:g}'}"
             + (f", lockstep with {'the commands and ' if self.lockstep_command else ''}"
                f"{list(self.progress) or 'no progress topic'}" if self.lockstep else "")
-            + (f", payload {self._get('payload')}" if self._get("payload") else ""))
+            + (f", payload {self._get('payload')}" if self._get("payload") else "")
+            + (f", pushes {list(self._get('pushes'))}" if self._get("pushes") else ""))
         self._publish_truth()  # last: the latched truth says the simulator is running
 
     def _get(self, name: str):
@@ -151,6 +157,10 @@ class MujocoSimNode(Node):
             payload = Payload.parse(self._get("payload")) if self._get("payload") else None
         except SysIdError as exc:
             raise SysIdError(f"parameter payload: {exc}") from None
+        try:
+            pushes = tuple(Push.parse(spec) for spec in (self._get("pushes") or []) if spec)
+        except SysIdError as exc:
+            raise SysIdError(f"parameter pushes: {exc}") from None
         initial = self._get("initial_position")
         sensor = SensorModel(self._get("position_noise"), self._get("velocity_noise"),
                              self._get("torque_noise"), self._get("encoder_resolution"),
@@ -163,7 +173,7 @@ class MujocoSimNode(Node):
             command_timeout=float(self._get("command_timeout")),
             limp_damping=float(self._get("limp_damping")),
             initial_position=None if initial is None or len(initial) == 0 else np.array(initial, dtype=float),
-            integrator=str(self._get("integrator")))
+            integrator=str(self._get("integrator")), pushes=pushes)
 
     def _publish_truth(self) -> None:
         self._truth_pub.publish(to_truth_msg(*self.sim.true_parameters()))

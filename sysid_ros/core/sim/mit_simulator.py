@@ -29,7 +29,7 @@ import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.robot import BODY_FIELDS, RobotModel
-from sysid_ros.core.sim.plant import JointCommand, MitPlant, SensorModel
+from sysid_ros.core.sim.plant import JointCommand, MitPlant, Push, SensorModel
 from sysid_ros.core.sim.simulation import default_gains
 from sysid_ros.core.sim.synthetic import Payload, floating_base, true_parameters, with_payload
 
@@ -53,7 +53,8 @@ class SimOptions:
     ``measurement_delay`` [s] (rounded to whole steps); ``command_timeout`` [s] of silence before
     going limp; ``limp_damping`` [N·m·s/rad]; ``initial_position`` (nv_act,) [rad] (default: the
     middle of each joint's range); ``integrator``: "euler" (semi-implicit, finite differences of
-    the samples match the torques) or "rk4" (for free-floating runs).
+    the samples match the torques) or "rk4" (for free-floating runs); ``pushes``: external
+    wrenches (unexpected contacts, :class:`~sysid_ros.core.sim.plant.Push`, simulated time).
     """
 
     rate: float = 1000.0
@@ -68,6 +69,7 @@ class SimOptions:
     limp_damping: float = 0.5
     initial_position: np.ndarray | None = None
     integrator: str = "euler"
+    pushes: tuple[Push, ...] = ()
 
 
 class JointSample(NamedTuple):
@@ -111,7 +113,8 @@ class MitSimulator:
             integrator=opt.integrator, command_delay_steps=round(opt.command_delay * opt.rate),
             measurement_delay_steps=round(opt.measurement_delay * opt.rate),
             command_timeout_steps=max(1, round(opt.command_timeout * opt.rate)),
-            limp_damping=opt.limp_damping, hold=JointCommand(start.copy(), np.zeros(n), np.zeros(n), kp, kd))
+            limp_damping=opt.limp_damping, hold=JointCommand(start.copy(), np.zeros(n), np.zeros(n), kp, kd),
+            pushes=opt.pushes)
         self.mj, self.data = self.plant.mj, self.plant.data
         self.torque_limit = self.plant.torque_limit
         self.plant.set_state(q=start, forward=True)

@@ -9,6 +9,8 @@ applied through ``qfrc_applied`` (the model's own actuators are disabled) for on
 The sensor model (:class:`SensorModel`) adds white noise to the measured position, velocity and
 torque and quantises the position to the encoder's resolution; commands and measurements can be
 delayed by whole steps, and a watchdog can take the joints limp (damping only) after a silence.
+External pushes (:class:`Push`: a force and torque on a named body for a time window, through
+MuJoCo's ``xfrc_applied``) stand in for unexpected contacts.
 
 Every MuJoCo simulation of the package steps through a :class:`MitPlant`:
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,8 +45,8 @@ import numpy as np
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.robot import RobotModel
 
-__all__ = ["JointCommand", "MitPlant", "PlantSample", "SensorModel", "SimulatedRun", "SimulationError",
-           "mit_torque"]
+__all__ = ["JointCommand", "MitPlant", "PlantSample", "Push", "SensorModel", "SimulatedRun",
+           "SimulationError", "mit_torque"]
 
 Integrator = Literal["euler", "rk4"]
 _INTEGRATORS = {"euler": int(mujoco.mjtIntegrator.mjINT_EULER), "rk4": int(mujoco.mjtIntegrator.mjINT_RK4)}
@@ -88,6 +91,51 @@ class SensorModel:
         return {"position_noise": self.position_noise, "velocity_noise": self.velocity_noise,
                 "torque_noise": self.torque_noise, "encoder_resolution": self.encoder_resolution,
                 "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Push:
+    """An external wrench on ``body`` (an unexpected contact): ``force (3,)`` [N] and ``torque
+    (3,)`` [N·m] in world axes, applied at the body's centre of mass (MuJoCo's ``xfrc_applied``)
+    from ``start`` [s, simulated] for ``duration`` [s]."""
+
+    body: str
+    force: tuple[float, float, float]
+    torque: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    start: float = 0.0
+    duration: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("force", "torque"):
+            value = getattr(self, name)
+            if len(value) != 3 or not all(math.isfinite(float(x)) for x in value):
+                raise SysIdError(f"push {name}: expected 3 finite numbers, got {list(value)}")
+            object.__setattr__(self, name, tuple(float(x) for x in value))
+        if not (math.isfinite(self.start) and self.start >= 0 and math.isfinite(self.duration)
+                and self.duration > 0):
+            raise SysIdError(f"push: expected start >= 0 s and duration > 0 s, got start {self.start}, "
+                             f"duration {self.duration}")
+
+    @classmethod
+    def parse(cls, spec: str) -> Push:
+        """From ``body=NAME,force=FX,FY,FZ[,torque=TX,TY,TZ],start=S,duration=S`` [N, N·m, s]."""
+        fields = dict(re.findall(r"(\w+)=([^=]+?)(?=,\w+=|$)", spec.strip()))
+        unknown = set(fields) - {"body", "force", "torque", "start", "duration"}
+        if unknown or not {"body", "force", "start", "duration"} <= set(fields):
+            raise SysIdError("expected a push body=NAME,force=FX,FY,FZ[,torque=TX,TY,TZ],start=S,"
+                             f"duration=S [N, N·m, s], got {spec!r}")
+        try:
+            force = tuple(float(x) for x in fields["force"].split(","))
+            torque = (tuple(float(x) for x in fields["torque"].split(",")) if "torque" in fields
+                      else (0.0, 0.0, 0.0))
+            return cls(fields["body"], force, torque, float(fields["start"]), float(fields["duration"]))
+        except ValueError as exc:
+            raise SysIdError(f"push {spec!r}: {exc}") from None
+
+    def steps(self, timestep: float) -> tuple[int, int]:
+        """The steps ``[first, stop)`` it acts in at ``timestep`` [s] (at least one)."""
+        first = round(self.start / timestep)
+        return first, max(first + 1, round((self.start + self.duration) / timestep))
 
 
 class JointCommand(NamedTuple):
@@ -149,7 +197,8 @@ class MitPlant:
     ``measurement_delay_steps``: :meth:`step` returns the sample taken d steps before;
     ``command_timeout_steps``: once a command acted, a silence longer than this makes the joints
     limp (``τ = −limp_damping·q̇``, saturated; ``None`` = never); ``hold``: the command acting
-    before the first one sent (default: zero torque).
+    before the first one sent (default: zero torque); ``pushes``: external wrenches (:class:`Push`,
+    times counted in steps from step 0).
     """
 
     def __init__(self, mj: mujoco.MjModel, *, timestep: float,
@@ -157,7 +206,8 @@ class MitPlant:
                  sensor: SensorModel | None = None, integrator: Integrator | None = "euler",
                  solver_tolerance: float | None = None, command_delay_steps: int = 0,
                  measurement_delay_steps: int = 0, command_timeout_steps: int | None = None,
-                 limp_damping: float = 0.0, hold: JointCommand | None = None, copy: bool = True) -> None:
+                 limp_damping: float = 0.0, hold: JointCommand | None = None, copy: bool = True,
+                 pushes: Sequence[Push] = ()) -> None:
         if not timestep > 0:
             raise SysIdError(f"the time step must be positive, got {timestep} s")
         if integrator is not None and integrator not in _INTEGRATORS:
@@ -208,6 +258,9 @@ class MitPlant:
         self.step_count = 0
         self.counters = {"saturated_steps": 0, "limp_steps": 0}
         self.failure = ""  # why the physics stopped (see _diverged); '' while it runs
+        self._pushes: list[tuple[int, int, int, np.ndarray]] = []  # (first, stop, body id, wrench (6,))
+        for push in pushes:
+            self.add_push(push)
 
     @classmethod
     def of(cls, model: RobotModel, mj: mujoco.MjModel | None = None, **options) -> MitPlant:
@@ -252,6 +305,22 @@ class MitPlant:
     def latest_command(self) -> JointCommand:
         """The last command sent (still pending or acting), else the hold command."""
         return self._pending[-1][1] if self._pending else self._active
+
+    def add_push(self, push: Push) -> None:
+        """Apply ``push`` during its window (steps counted from 0; one already over does nothing)."""
+        body = mujoco.mj_name2id(self.mj, mujoco.mjtObj.mjOBJ_BODY, push.body)
+        if body <= 0:
+            raise SysIdError(f"push: no body {push.body!r} in the simulated model")
+        first, stop = push.steps(self.timestep)
+        self._pushes.append((first, stop, body, np.array([*push.force, *push.torque])))
+
+    def _apply_pushes(self, k: int) -> None:
+        """``xfrc_applied`` of step ``k``: the sum of the pushes acting then (zero otherwise)."""
+        frc = self.data.xfrc_applied
+        frc[:] = 0.0
+        for first, stop, body, wrench in self._pushes:
+            if first <= k < stop:
+                frc[body] += wrench
 
     # ------------------------------------------------------------------------------ stepping
     def send(self, command: JointCommand) -> None:
@@ -365,6 +434,8 @@ class MitPlant:
         data = self.data
         self._tau[self._dofs] = tau
         data.qfrc_applied[:] = self._tau
+        if self._pushes:
+            self._apply_pushes(self.step_count)
         acc = None
         if acceleration and self._rk4:
             mujoco.mj_forward(self.mj, data)

@@ -9,6 +9,7 @@ stepping is :class:`~sysid_ros.core.sim.plant.MitPlant`'s (:meth:`~.plant.MitPla
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -18,7 +19,7 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
-from sysid_ros.core.sim.plant import MitPlant, SensorModel, SimulatedRun
+from sysid_ros.core.sim.plant import MitPlant, Push, SensorModel, SimulatedRun
 
 __all__ = ["MAX_STEPS", "Recording", "SensorModel", "SimulatedRun", "check_steps", "default_gains", "run_mit",
            "simulate_mit"]
@@ -107,6 +108,7 @@ def simulate_mit(
     sensor: SensorModel | None = None,
     timestep: float | None = None,
     integrator: str = "euler",
+    pushes: Sequence[Push] = (),
 ) -> Recording:
     """Run ``trajectory`` for ``duration`` seconds on ``truth`` (default: the model's own MjModel).
 
@@ -119,7 +121,8 @@ def simulate_mit(
     ``sensor``: measurement noise and quantisation (recorded ``q``, ``dq``, ``tau`` are then the
     measurements; ``ddq`` stays the true acceleration). ``timestep`` overrides the model's [s].
     ``integrator``: "euler" (samples consistent with finite differences) or "rk4" (conserves
-    momentum and energy far better, for free-floating runs).
+    momentum and energy far better, for free-floating runs). ``pushes``: external wrenches during
+    the run (unexpected contacts, :class:`~sysid_ros.core.sim.plant.Push`; times from the start).
     """
     mj = truth if truth is not None else model.mj
     if mj.nv != model.nv or mj.nq != model.nq:
@@ -142,7 +145,7 @@ def simulate_mit(
     kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (act.size,)).copy()
     kd_v = np.broadcast_to(np.asarray(kd_default if kd is None else kd, dtype=float), (act.size,)).copy()
     plant = MitPlant.of(model, mj, timestep=dt, sensor=sensor, integrator=integrator,
-                        solver_tolerance=solver_tolerance)
+                        solver_tolerance=solver_tolerance, pushes=pushes)
     plant.set_state(qpos=mj.qpos0, q=q_ref[0], dq=dq_ref[0])
     run = plant.run(q_ref, dq_ref, tau_ff, kp_v, kd_v, decimation=decimation)
     sl = slice(None, None, decimation)
