@@ -338,7 +338,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.result and args.method:
         changes["method"] = args.method
     options = v.ValidationOptions.quick(**changes) if args.quick else v.ValidationOptions(**changes)
-    checks = tuple(c for c in args.only.split(",") if c) if args.only else v.CHECKS
+    checks = v.check_names([c.strip() for c in args.only.split(",") if c.strip()]) if args.only else v.CHECKS
     payload = Payload.parse(args.payload) if args.payload else None
     if not args.verbose:  # the repeated identifications' warnings are in their results
         logging.getLogger("sysid_ros.core.batch").setLevel(logging.ERROR)

@@ -59,10 +59,25 @@ from sysid_ros.core.sim.tracking import TrackingRun, computed_torque, pd_alone, 
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHECKS", "CheckResult", "Identified", "Truth", "ValidationOptions", "ValidationReport",
-           "check_feedforward_vs_pd", "check_parameter_recovery", "check_payload_generalisation",
-           "check_repeatability", "check_torque_prediction", "check_tracking", "default_payload",
-           "identify_synthetic", "run_validation", "write_report"]
+__all__ = [
+    "CHECKS",
+    "CheckResult",
+    "Identified",
+    "Truth",
+    "ValidationOptions",
+    "ValidationReport",
+    "check_feedforward_vs_pd",
+    "check_names",
+    "check_parameter_recovery",
+    "check_payload_generalisation",
+    "check_repeatability",
+    "check_torque_prediction",
+    "check_tracking",
+    "default_payload",
+    "identify_synthetic",
+    "run_validation",
+    "write_report",
+]
 
 #: the seed's acceptance criteria [%]
 RECOVERY_LIMIT = 15.0
@@ -481,15 +496,20 @@ _THRESHOLDS = {"parameter_recovery": (RECOVERY_LIMIT, True), "torque_prediction"
                "feedforward_vs_pd": (FEEDFORWARD_REDUCTION, False)}
 
 
+def check_names(checks: Sequence[str]) -> tuple[str, ...]:
+    """``checks`` if every one is in :data:`CHECKS` (and there is one), else :class:`SysIdError`."""
+    if not checks or any(c not in CHECKS for c in checks):
+        raise SysIdError(f"expected checks among {list(CHECKS)}, got {list(checks)}")
+    return tuple(checks)
+
+
 def run_validation(identified: Identified, truth: Truth, options: ValidationOptions | None = None, *,
                    checks: Sequence[str] = CHECKS, progress: Callable[[str], None] | None = None
                    ) -> ValidationReport:
     """Run ``checks`` (names from :data:`CHECKS`, run in that order). A check that cannot run (an
     inconsistent θ̂ MuJoCo cannot take, a diverging simulation) is a FAIL saying why."""
     options = options or ValidationOptions()
-    unknown = [c for c in checks if c not in CHECKS]
-    if unknown or not checks:
-        raise SysIdError(f"expected checks among {list(CHECKS)}, got {list(checks)}")
+    check_names(checks)
     say = progress or (lambda msg: log.info("%s", msg))
     heldout: Dataset | None = None
     identified_run: TrackingRun | None = None

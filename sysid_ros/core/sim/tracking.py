@@ -41,8 +41,9 @@ Controller = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarra
 class ModelTorque:
     """Inverse dynamics ``τ = M(q) q̈ + C(q, q̇) q̇ + g(q) + F(q̇)`` of ``model`` with parameters
     ``theta (p,)`` (the model's layout, physically consistent), for a fixed-base robot of
-    hinge/slide joints. MuJoCo's ``mj_inverse`` on a copy with ``theta`` applied and its friction
-    loss set to zero (its soft constraint is not a model term); ``Fc·sign(q̇) + Fo`` added."""
+    hinge/slide joints. MuJoCo's ``mj_inverse`` on a copy with ``theta`` applied and its constraints
+    disabled (friction loss and joint limits are soft constraints there, not model terms);
+    ``Fc·sign(q̇) + Fo`` added."""
 
     def __init__(self, model: RobotModel, theta: np.ndarray) -> None:
         model.check_fixed_base("computed-torque control")
@@ -50,7 +51,8 @@ class ModelTorque:
         theta = model.check_theta(theta)
         self.mj = copy.deepcopy(model.mj)
         model.apply_to(self.mj, theta)
-        self.mj.dof_frictionloss[:] = 0.0
+        # no constraint forces: friction loss is added as Fc·sign(q̇), joint limits are no model term
+        self.mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
         self.data = mujoco.MjData(self.mj)
         n = model.nv
         self.coulomb, self.offset = np.zeros(n), np.zeros(n)
