@@ -19,6 +19,8 @@
                   [--peak-factor F] [--margin NM] [--release R] [--json]
     sysid bag recover PATH    (a recording killed before it finished: the bag's path or its
                                .NAME.partial-* folder)
+    sysid validate [--model MODEL.xml] [--result DIR/result.json [--truth TRUE.xml|truth.json]]
+                   [--payload SPEC] [--method M] [--quick] [--only CHECK,..] [--out DIR]
 
 Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
 """
@@ -374,6 +376,48 @@ def _bag_recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from sysid_ros.core.report import validation as v
+
+    model_path = Path(args.model) if args.model else default_robot_path()
+    changes = {k: getattr(args, k) for k in ("seed", "duration", "experiments", "bandwidth_hz",
+                                             "torque_noise") if getattr(args, k) is not None}
+    if args.result and args.method:
+        changes["method"] = args.method
+    options = v.ValidationOptions.quick(**changes) if args.quick else v.ValidationOptions(**changes)
+    checks = v.check_names([c.strip() for c in args.only.split(",") if c.strip()]) if args.only else v.CHECKS
+    payload = Payload.parse(args.payload) if args.payload else None
+    if not args.verbose:  # the repeated identifications' warnings are in their results
+        logging.getLogger("sysid_ros.core.batch").setLevel(logging.ERROR)
+
+    def say(msg: str) -> None:
+        print(f"[sysid validate] {msg}", file=sys.stderr)
+
+    if args.truth and not args.result:
+        raise SysIdError("--truth describes the robot a --result was identified on; give --result too")
+    if args.result:
+        identified = v.Identified.from_result(args.result, model_path)
+        truth = (v.Truth.load(args.truth, payload=payload) if args.truth
+                 else v.Truth(RobotModel.load(str(model_path)), payload, str(model_path)))
+    else:
+        identified, truth = v.identify_synthetic(
+            model_path, args.out, method=args.method or "pc_ls",
+            joint_terms=joint_terms(args.friction, not args.no_armature), payload=payload,
+            deviation=args.deviation, options=options, progress=say)
+    say(f"validating {identified.source} ({identified.method}) against {truth.source}")
+    report = v.run_validation(identified, truth, options, checks=checks, progress=say)
+    paths = v.write_report(args.out, report, plots=not args.no_plots)
+    print("\n".join(report.lines()))
+    for p in paths:
+        print(f"wrote {p}")
+    failed = [c.name for c in report.checks if not c.passed]
+    if failed:
+        print(f"sysid validate: {len(failed)} of {len(report.checks)} checks failed: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def _add_base_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", choices=BASES, default=None,
                         help="fixed: weld the root to the world; floating: a free joint on the root "
@@ -541,6 +585,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--joint-states-topic", default="/joint_states")
     _add_base_option(p)
     p.set_defaults(func=_monitor)
+
+    p = sub.add_parser("validate", help="the validation suite: parameter recovery, torque prediction, "
+                       "computed-torque tracking, payload generalisation, repeatability, feed-forward vs "
+                       "PD, each PASS/FAIL against a simulated truth (JSON + PNG)")
+    p.add_argument("--model", help="MJCF or URDF of the nominal robot (default: the package's default robot)")
+    p.add_argument("--result", metavar="RESULT_JSON", help="result.json (or its folder) of 'sysid identify' "
+                   "on --model (an arm result); default: identify a randomised truth first (--method)")
+    p.add_argument("--truth", metavar="FILE", help="with --result: the robot it was identified on, an "
+                   "MJCF/URDF or the truth.json of 'sysid simulate' (default: --model itself)")
+    p.add_argument("--payload", metavar="SPEC", help="body=NAME,mass=KG,com=X,Y,Z[,inertia=...]: the payload "
+                   "the identification data carried (default: the truth.json's; without --result a "
+                   "0.5 kg cube 4 cm above the last link); the payload check tests 8/5 of it")
+    p.add_argument("--method", choices=METHODS, help="without --result: the identification method "
+                   "(default pc_ls); with --result: repeatability's (default: the result's)")
+    p.add_argument("--friction", default="coulomb,viscous",
+                   help="without --result: joint friction terms identified (default: %(default)s)")
+    p.add_argument("--no-armature", action="store_true", help="without --result: no rotor inertia")
+    p.add_argument("--deviation", type=float, default=0.2, help="without --result: the truth's parameters "
+                   "off the nominal by up to this fraction (default: %(default)s)")
+    p.add_argument("--duration", type=float, help="one identification experiment [s] (default 20, quick 12)")
+    p.add_argument("--experiments", type=int, help="repeatability's identifications (default 10, quick 3)")
+    p.add_argument("--bandwidth", dest="bandwidth_hz", type=float, help="tracking loops' bandwidth [Hz] "
+                   "(default 2)")
+    p.add_argument("--torque-noise", type=float, help="torque sensor noise of the experiments [N·m] "
+                   "(default 0.05)")
+    p.add_argument("--seed", type=int, help="every simulated draw derives from it (default 0)")
+    p.add_argument("--quick", action="store_true", help="short runs (tests): 12 s experiments, 3 "
+                   "repetitions, 5 s held-out and tracking runs")
+    p.add_argument("--only", metavar="CHECK,..", help="run only these checks (parameter_recovery, "
+                   "torque_prediction, computed_torque_tracking, payload_generalisation, repeatability, "
+                   "feedforward_vs_pd)")
+    p.add_argument("--out", default="out/validate", help="output folder (default: %(default)s)")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=_validate)
 
     p = sub.add_parser("bag", help="bag maintenance: recover an interrupted recording")
     bag = p.add_subparsers(dest="bag_command", required=True)

@@ -508,12 +508,16 @@ class RobotModel:
         """Write a (physically consistent) parameter vector into a compiled MjModel in place.
 
         The inertia about the CoM is diagonalised into ``body_inertia``/``body_iquat`` as MuJoCo
-        stores it. Joint offsets ``Fo`` have no MuJoCo counterpart and are ignored.
+        stores it (and the body's compile-time ``body_sameframe`` shortcut cleared: with it MuJoCo
+        would ignore the new ``body_ipos``/``body_iquat``). Joint offsets ``Fo`` have no MuJoCo
+        counterpart and are ignored.
         """
         theta = self.check_theta(theta)
         for k, b in enumerate(self.param_bodies):
             mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], self.body_name(b))
             mj.body_mass[b], mj.body_ipos[b], mj.body_inertia[b], mj.body_iquat[b] = mass, com, inertia, quat
+            # the compiler's "inertial frame = body frame" shortcut no longer holds: off for this body
+            mj.body_sameframe[b] = 0
         fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
         for (term, dof), value in self._joint_term_values(theta).items():
             if term in fields:
