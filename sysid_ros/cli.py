@@ -262,7 +262,8 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
                 for path in args.data]
     payloads = load_payloads(args.payloads, len(datasets)) if args.payloads else [None] * len(datasets)
     multi = prepare_runs(datasets, payloads, target, settings, min_speed=options.min_speed,
-                         progress=options.progress, stribeck_velocity=options.stribeck_velocity)
+                         progress=options.progress, stribeck_velocity=options.stribeck_velocity,
+                         gains=args.drive_gains)
     target = multi.prep.target
     result, prep, gains = identify_runs(multi, options, gains=args.drive_gains)
     val_prep = None

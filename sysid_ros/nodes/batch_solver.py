@@ -255,7 +255,8 @@ class BatchSolverNode(Node):
         if len(bags) > 1 or known or self._get("drive_gains"):
             payloads = parse_payloads(_payload_list(known), len(bags)) if known else [None] * len(bags)
             multi = prepare_runs([read(b) for b in bags], payloads, target, settings,
-                                 min_speed=options.min_speed, progress=options.progress)
+                                 min_speed=options.min_speed, progress=options.progress,
+                                 gains=bool(self._get("drive_gains")))
             result, prep, _ = identify_runs(multi, options, gains=bool(self._get("drive_gains")))
         else:
             prep = prepare(read(bag), target, settings, min_speed=options.min_speed,

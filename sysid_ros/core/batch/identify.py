@@ -250,13 +250,15 @@ def stribeck_residual(prep: Prepared) -> float:
     return float(np.sqrt(np.mean((rhs - w @ beta) ** 2)))
 
 
-def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = None) -> Prepared:
+def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = None,
+                    residual: Callable[[Prepared], float] = stribeck_residual) -> Prepared:
     """``prep`` at the Stribeck velocity q̇s that minimises the least-squares residual: separable
     least squares (variable projection) over the one nonlinear parameter. For a given q̇s the
     torque is linear in every other parameter (Fs included), so the residual of their
     least-squares fit is a function of q̇s alone; it is evaluated on a log-spaced grid over
     :data:`STRIBECK_SEARCH`, then minimised by golden-section search (in log q̇s) between the best
-    grid point's neighbours. ``prep.stribeck`` records the search (velocity, residuals)."""
+    grid point's neighbours. ``prep.stribeck`` records the search (velocity, residuals).
+    ``residual``: the RMS [N·m] minimised (default :func:`stribeck_residual`)."""
     grid = np.geomspace(*STRIBECK_SEARCH, STRIBECK_GRID)
     cache: dict[float, tuple[float, Prepared]] = {}
 
@@ -264,7 +266,7 @@ def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = 
         v = float(np.exp(log_v))
         if v not in cache:
             trial = with_stribeck_velocity(prep, v)
-            cache[v] = (stribeck_residual(trial), trial)
+            cache[v] = (residual(trial), trial)
         return cache[v][0]
 
     logs = np.log(grid)

@@ -28,7 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sysid_ros.core.batch.identify import Prepared, prepare, settle_stribeck, stribeck_searched
+from sysid_ros.core.batch.identify import (
+    Prepared,
+    prepare,
+    settle_stribeck,
+    stribeck_residual,
+    stribeck_searched,
+)
 from sysid_ros.core.batch.least_squares import joint_variances, regression_rows
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.preprocessing import Preprocessing
@@ -112,13 +118,14 @@ class MultiRun:
 def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None], target: Target,
                  settings: Preprocessing, *, min_speed: float = 0.05,
                  progress: Callable[[str], None] | None = None,
-                 stribeck_velocity: float | None = None) -> MultiRun:
+                 stribeck_velocity: float | None = None, gains: bool = False) -> MultiRun:
     """Prepare each run (:func:`prepare`), subtract its known payload's torque and stack the rows.
 
     The payload's torque at the kept samples is the filtered regressor columns of its body times
     its parameters (the filter is linear), so ``body`` must be an identified body of the arm. A
     Stribeck velocity, when searched, is searched once on the stacked rows. The stacked time axis
-    puts each run after the previous one."""
+    puts each run after the previous one. ``gains``: the search's residual is that of the fit
+    with the drive-gain columns (:func:`gain_rows`), as :func:`identify_runs` will solve."""
     if target.kind != "arm":
         raise IdentificationError("several runs with known payloads identify the arm; a payload target "
                                   "(--payload-only) takes one run")
@@ -155,9 +162,17 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
     y = measured - np.concatenate([known for _, known, _, _ in parts], axis=0)
     prep = replace(first, segments=tuple(s for _, _, segs, _ in parts for s in segs),
                    t=np.concatenate([t for _, _, _, t in parts]), y=y, **stack)
+    multi = MultiRun(prep, measured, tuple(runs))
     if stribeck_velocity is None and stribeck_searched(target):
-        prep = settle_stribeck(prep, progress=progress)
-    return MultiRun(prep, measured, tuple(runs))
+        def with_gain_columns(trial: Prepared) -> float:
+            w, rhs, _ = gain_rows(replace(multi, prep=trial))
+            sol = np.linalg.lstsq(w, rhs, rcond=None)[0]
+            return float(np.sqrt(np.mean((rhs - w @ sol) ** 2)))
+
+        prep = settle_stribeck(prep, progress=progress, residual=with_gain_columns if gains else
+                               stribeck_residual)
+        multi = replace(multi, prep=prep)
+    return multi
 
 
 @dataclass(frozen=True)
