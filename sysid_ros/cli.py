@@ -66,7 +66,7 @@ log = logging.getLogger("sysid")
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    terms = () if args.no_joint_terms else ("Fc", "Fv", "Fo", "Ia")
+    terms = () if args.no_joint_terms else None  # the default terms (Fs too when the MJCF has it)
     model = RobotModel.from_mjcf(args.model, joint_terms=terms, base=args.base)
     base = base_parameters(model, seed=args.seed)
     info = {
@@ -79,6 +79,7 @@ def _inspect(args: argparse.Namespace) -> int:
         "bodies": [{"name": model.body_name(b), "mass": float(model.mj.body_mass[b])}
                    for b in model.param_bodies],
         "joint_terms": list(model.joint_terms),
+        "stribeck_velocity": model.stribeck_velocity if "Fs" in model.joint_terms else None,
         "n_params": model.n_params,
         "base_rank": base.rank,
         "condition_number": base.condition_number,
