@@ -231,7 +231,7 @@ def test_several_bags_with_known_payloads_identify_drive_gains(tmp_path, ros_dom
     import json
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
-    from test_multi_payload import ARM, GAINS, PAYLOADS
+    from test_multi_payload import ARM, GAINS, PAYLOADS, SEEDS
 
     from sysid_ros.core.batch.multi_run import parse_payloads
 
@@ -241,7 +241,7 @@ def test_several_bags_with_known_payloads_identify_drive_gains(tmp_path, ros_dom
     (data / "arm.xml").write_text(ARM)
     model = RobotModel.from_mjcf(data / "arm.xml", joint_terms=("Fc", "Fv", "Ia"))
     for i, payload in enumerate(parse_payloads(PAYLOADS, 3)):
-        ds = simulate_dataset(model, duration=8.0, seed=1 + i, payload=payload)
+        ds = simulate_dataset(model, duration=8.0, seed=SEEDS[i], payload=payload)
         write_bag(data / f"run{i}", dataset_topics(ds.with_torque_calibration(list(1.0 / GAINS), None)))
     params = tmp_path / "params.yaml"
     params.write_text("batch_solver:\n  ros__parameters:\n"

@@ -24,6 +24,7 @@ from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
 from sysid_ros.core.batch.identify import IdentifyOptions
 from sysid_ros.core.batch.multi_run import (
+    bare_truth,
     drive_gains,
     gain_rows,
     identify_runs,
@@ -62,14 +63,17 @@ GAINS = np.array([1.0, 1.06, 0.95])
 PAYLOADS = [None, {"body": "link3", "mass": 2.0, "com": [0.3, 0.0, 0.0]},
             {"body": "link3", "mass": 5.0, "com": [0.3, 0.0, 0.0]}]
 TERMS = ("Fc", "Fv", "Ia")
+#: excitation seed of each run: every joint stays inside its ±2.5 rad range (a joint limit's
+#: constraint force is not in the regressor)
+SEEDS = (1, 2, 7)
 
 
 @pytest.fixture(scope="module")
 def runs():
     model = RobotModel.from_xml_string(ARM, joint_terms=TERMS)
     payloads = parse_payloads(PAYLOADS, 3)
-    datasets = [simulate_dataset(model, duration=15.0, seed=1 + i, payload=p).with_torque_calibration(
-        list(1.0 / GAINS), None) for i, p in enumerate(payloads)]
+    datasets = [simulate_dataset(model, duration=15.0, seed=seed, payload=p).with_torque_calibration(
+        list(1.0 / GAINS), None) for seed, p in zip(SEEDS, payloads, strict=True)]
     return model, datasets, payloads
 
 
@@ -99,6 +103,15 @@ def test_payload_list_is_checked():
         parse_payloads([None, {"body": "link3", "weight": 2}], 2)
     assert parse_payloads(["body=link3,mass=2,com=0.3,0,0"], 1)[0].mass == 2.0
     assert isinstance(parse_payloads([PAYLOADS[1]], 1)[0], Payload)
+
+
+def test_truth_of_a_payload_run_is_the_bare_arm(runs):
+    """The stacked rows compare with the bare arm, whichever run comes first."""
+    model, datasets, _ = runs
+    truth = bare_truth(datasets[2].truth)["parameters"]
+    assert datasets[2].truth["parameters"]["link3.m"] == pytest.approx(5.8)
+    for name in ("link3.m", "link3.hx", "link3.Iyy"):
+        assert truth[name] == pytest.approx(model.nominal[model.index(name)], abs=1e-12)
 
 
 def test_gains_need_two_different_payloads(prepared):

@@ -39,6 +39,7 @@ from sysid_ros.core.batch.least_squares import joint_variances, regression_rows
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import DataError, IdentificationError
+from sysid_ros.core.model.robot import BODY_FIELDS
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.sim.synthetic import CUBE_SIDE, Payload
 
@@ -160,7 +161,8 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
              for name in ("q", "dq", "ddq", "x", "mask")}
     measured = np.concatenate([p.y for p, _, _, _ in parts], axis=0)
     y = measured - np.concatenate([known for _, known, _, _ in parts], axis=0)
-    prep = replace(first, segments=tuple(s for _, _, segs, _ in parts for s in segs),
+    prep = replace(first, dataset=replace(first.dataset, truth=bare_truth(first.dataset.truth)),
+                   segments=tuple(s for _, _, segs, _ in parts for s in segs),
                    t=np.concatenate([t for _, _, _, t in parts]), y=y, **stack)
     multi = MultiRun(prep, measured, tuple(runs))
     if stribeck_velocity is None and stribeck_searched(target):
@@ -173,6 +175,20 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
                                stribeck_residual)
         multi = replace(multi, prep=prep)
     return multi
+
+
+def bare_truth(truth: dict | None) -> dict | None:
+    """A simulated run's truth (``sysid simulate``'s truth.json) with its payload taken out of the
+    parameters: the arm the runs identify (the payload is merged into its body in the truth)."""
+    if not truth or not truth.get("payload") or "parameters" not in truth:
+        return truth
+    payload = truth["payload"]
+    params = dict(truth["parameters"])
+    for field, value in zip(BODY_FIELDS, payload["params"], strict=True):
+        name = f"{payload['body']}.{field}"
+        if name in params:
+            params[name] -= value
+    return truth | {"parameters": params, "payload": None}
 
 
 @dataclass(frozen=True)

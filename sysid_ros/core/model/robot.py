@@ -170,7 +170,12 @@ class RobotModel:
     * ``joints``/``bodies``: the tree (every MuJoCo body except the world);
     * ``param_bodies``: MuJoCo ids of the bodies whose 10 parameters are identified;
     * ``term_joints``: indices into ``joints`` of the hinge/slide joints carrying joint terms;
-    * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF.
+    * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF;
+    * ``stribeck_velocity``: q̇s [rad/s] of the ``Fs`` columns.
+
+    ``joint_terms`` None: :data:`DEFAULT_JOINT_TERMS`, plus ``Fs`` when the MJCF has
+    ``stribeck:<joint>`` numerics. ``stribeck_velocity`` None: the numerics' q̇s, else
+    :data:`DEFAULT_STRIBECK_VELOCITY`.
     """
 
     def __init__(
