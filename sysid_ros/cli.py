@@ -7,8 +7,10 @@
     sysid simulate MODEL.xml --out BAG [--duration S] [--seed N] [--noise torque=..,position=..]
                    [--encoder-resolution RAD] [--payload body=NAME,mass=KG,com=X,Y,Z[,inertia=..]]
                    [--rate HZ] [--storage mcap|sqlite3]
-    sysid identify BAG_OR_CSV --model MODEL.xml --method M --out DIR [--json]
-                   [--payload-only BODY] [--friction coulomb,viscous,offset] [--armature]
+    sysid identify BAG_OR_CSV [RUN2 ...] --model MODEL.xml --method M --out DIR [--json]
+                   [--payloads KNOWN.json] [--drive-gains]
+                   [--payload-only BODY] [--friction coulomb,viscous,offset,stribeck] [--armature]
+                   [--stribeck-velocity RAD_S]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
                    [--columns FIELD=COLUMN,..] [--time-unit s|ms|us|ns] [--controller LAW:GAINS]
                    online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
@@ -33,6 +35,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +49,7 @@ from sysid_ros.core.batch.identify import (
     prepare,
     run_method,
 )
+from sysid_ros.core.batch.multi_run import identify_runs, load_payloads, prepare_runs
 from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from sysid_ros.core.data.columns import TIME_UNITS, ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
@@ -69,7 +73,7 @@ log = logging.getLogger("sysid")
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    terms = () if args.no_joint_terms else ("Fc", "Fv", "Fo", "Ia")
+    terms = () if args.no_joint_terms else None  # the default terms (Fs too when the MJCF has it)
     model = RobotModel.from_mjcf(args.model, joint_terms=terms, base=args.base)
     base = base_parameters(model, seed=args.seed)
     info = {
@@ -82,6 +86,7 @@ def _inspect(args: argparse.Namespace) -> int:
         "bodies": [{"name": model.body_name(b), "mass": float(model.mj.body_mass[b])}
                    for b in model.param_bodies],
         "joint_terms": list(model.joint_terms),
+        "stribeck_velocity": model.stribeck_velocity if "Fs" in model.joint_terms else None,
         "n_params": model.n_params,
         "base_rank": base.rank,
         "condition_number": base.condition_number,
@@ -209,12 +214,17 @@ def _identify(args: argparse.Namespace) -> int:
                              bridge_gaps=args.bridge_gaps)
     options = IdentifyOptions(method=args.method, preprocessing=settings,
                               regularization=args.regularization, max_samples=args.max_samples,
-                              progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
-    ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
+                              progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr),
+                              stribeck_velocity=args.stribeck_velocity)
+    if len(args.data) > 1 or args.payloads or args.drive_gains:
+        return _identify_runs(args, model, target, settings, options)
+    ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
                    **_csv_layout(args))
     ds = _controlled(_calibrated(ds.for_model(model), args), args)
-    prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
+    prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress,
+                   stribeck_velocity=options.stribeck_velocity)
+    target = prep.target  # with the Stribeck velocity found, if searched
     online = None
     if args.method in ONLINE_METHODS:
         online = replay(ds, target, _online_options(args, ds.sample_rate),
@@ -229,7 +239,8 @@ def _identify(args: argparse.Namespace) -> int:
                                     command_topic=args.command_topic,
                                     joint_names=model.dof_joint_names,
                                     **_csv_layout(args)).for_model(model), args)
-        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
+                           search_stribeck=False)
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
     if online is not None:
@@ -285,6 +296,43 @@ def _monitor(args: argparse.Namespace) -> int:
         print(event.describe())
     print(f"{len(report.contacts)} contact(s)")
     return 0
+
+
+def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings: Preprocessing,
+                   options: IdentifyOptions) -> int:
+    """``sysid identify RUN1 RUN2 ... [--payloads KNOWN.json] [--drive-gains]``: the arm from
+    several runs, each with its known payload (:mod:`sysid_ros.core.batch.multi_run`)."""
+    if args.method in ONLINE_METHODS:
+        raise SysIdError(f"{args.method} replays one run; several runs take a batch method")
+    check_method(args.method)
+    datasets = [_controlled(_calibrated(read_data(path, joint_states_topic=args.joint_states_topic,
+                                                  command_topic=args.command_topic,
+                                                  joint_names=model.dof_joint_names,
+                                                  **_csv_layout(args)).for_model(model), args), args)
+                for path in args.data]
+    payloads = load_payloads(args.payloads, len(datasets)) if args.payloads else [None] * len(datasets)
+    multi = prepare_runs(datasets, payloads, target, settings, min_speed=options.min_speed,
+                         progress=options.progress, stribeck_velocity=options.stribeck_velocity,
+                         gains=args.drive_gains)
+    target = multi.prep.target
+    result, prep, gains = identify_runs(multi, options, gains=args.drive_gains)
+    val_prep = None
+    if args.validate:
+        val = _calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
+                                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
+                                    **_csv_layout(args)).for_model(model), args)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
+                           search_stribeck=False)
+        val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
+    evaluation = evaluate(result, prep, validation=val_prep)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(summary(result, evaluation))
+        for p in paths:
+            print(f"wrote {p}")
+    return _trust(result)
 
 
 def _calibrated(ds, args: argparse.Namespace):
@@ -494,13 +542,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("identify", help="identify parameters from a bag or CSV file")
-    p.add_argument("data", help="rosbag2 directory or CSV file")
+    p.add_argument("data", nargs="+", help="rosbag2 directory or CSV file; several: runs of the same "
+                   "arm identified jointly (each with its payload of --payloads)")
+    p.add_argument("--payloads", metavar="KNOWN.json",
+                   help="several runs: JSON list, one entry per run: null or {\"body\": NAME, \"mass\": KG, "
+                   "\"com\": [X, Y, Z], \"inertia\": [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]} (CoM in the body "
+                   "frame [m], inertia about the CoM [kg m^2], default a 5 cm cube); their torque is known")
+    p.add_argument("--drive-gains", action="store_true",
+                   help="several runs: identify a torque gain per joint (true torque = gain x logged), "
+                   "which needs runs with at least two different known payloads")
     p.add_argument("--model", required=True, help="MJCF or URDF file")
     p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
     p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
-    p.add_argument("--friction", default="", help="comma list of coulomb, viscous, offset")
+    p.add_argument("--friction", default="", help="comma list of coulomb, viscous, offset, stribeck "
+                   "(Fs·exp(−|q̇|/q̇s)·sign(q̇), q̇s searched unless --stribeck-velocity)")
+    p.add_argument("--stribeck-velocity", type=float, metavar="RAD_S",
+                   help="Stribeck velocity q̇s [rad/s] of the stribeck terms (default: the one that "
+                   "minimises the least-squares residual, searched in 0.002..2 rad/s)")
     p.add_argument("--armature", action="store_true", help="identify rotor inertia per joint")
     p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
     p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")

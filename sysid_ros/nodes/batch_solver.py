@@ -7,10 +7,15 @@ package's own robot models are accepted too); paths resolving outside them are r
 is a coroutine: the solve runs in a worker thread while the (single-threaded) executor keeps
 serving, so a second request while one is running is refused at once with a clear message. The
 latest estimate is also published (latched) on ``~/estimate``.
+
+Several runs of the same arm: ``bag_path`` lists them comma-separated (``run0,run2kg,run5kg``);
+the ``known_payloads`` parameter gives each its known payload and ``drive_gains`` adds a torque
+gain per joint (:mod:`sysid_ros.core.batch.multi_run`; the service type is unchanged).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import traceback
@@ -26,6 +31,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
+from sysid_ros.core.batch.multi_run import identify_runs, parse_payloads, prepare_runs
 from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
 from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
@@ -102,6 +108,11 @@ class BatchSolverNode(Node):
             ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
             ("controller", "", "iv/pc_iv without MotorCommand: pd:kp=K[,K..];kd=D[,D..] or "
                                "velocity:kv=D[,D..] with the reference columns (empty: none)"),
+            ("known_payloads", "", "several bags (bag_path 'a,b,c'): JSON list, one entry per bag: null "
+                                   "or {\"body\": NAME, \"mass\": KG, \"com\": [X, Y, Z][, \"inertia\": "
+                                   "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]]} (empty: no payloads)"),
+            ("drive_gains", False, "several bags: identify a torque gain per joint (needs two different "
+                                   "known payloads)"),
         ))
         self.add_on_set_parameters_callback(self._validate)
         self._models = RobotModelSource(self)
@@ -136,6 +147,8 @@ class BatchSolverNode(Node):
                     time_scale(prm.value)
                 if prm.name == "controller" and prm.value:
                     ControllerDescription.parse(prm.value)
+                if prm.name == "known_payloads" and prm.value:
+                    _payload_list(prm.value)
             except SysIdError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
@@ -201,11 +214,16 @@ class BatchSolverNode(Node):
     def _solve(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
         method = request.method or "ols"
         check_method(method)
-        bag = resolve_inside(self._data_root(), request.bag_path, "bag_path")
-        if not bag.exists():
-            raise SysIdError(f"bag {request.bag_path!r} not found under {self._data_root()}")
+        bags = []
+        for given in request.bag_path.split(","):
+            bag = resolve_inside(self._data_root(), given.strip(), "bag_path")
+            if not bag.exists():
+                raise SysIdError(f"bag {given.strip()!r} not found under {self._data_root()}")
+            bags.append(bag)
+        bag = bags[0]
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}-{method}-{stamp}",
+        runs = f"+{len(bags) - 1}" if len(bags) > 1 else ""
+        out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}{runs}-{method}-{stamp}",
                              "output_dir")
         model_path = (str(resolve_inside_any(self._model_roots(), request.model_path, "model_path"))
                       if request.model_path else "")
@@ -223,18 +241,30 @@ class BatchSolverNode(Node):
                                   regularization=float(request.regularization_weight),
                                   max_samples=int(self._get("max_samples")),
                                   progress=lambda msg: self.get_logger().info(msg))
-        ds = read_data(bag,
-                       joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
-                       command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                       joint_names=model.dof_joint_names, **self._csv_layout(bag)
-                       ).for_model(model).with_torque_calibration(
-            self._get("torque_scale"), self._get("torque_offset"))
-        if self._get("controller"):
-            ds = ControllerDescription.parse(self._get("controller")).apply(ds)
-        prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
-        result = run_method(prep, options)
+        def read(bag: Path):
+            ds = read_data(bag,
+                           joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
+                           command_topic=request.motor_command_topic or self._get("motor_command_topic"),
+                           joint_names=model.dof_joint_names, **self._csv_layout(bag)
+                           ).for_model(model).with_torque_calibration(
+                self._get("torque_scale"), self._get("torque_offset"))
+            if self._get("controller"):
+                ds = ControllerDescription.parse(self._get("controller")).apply(ds)
+            return ds
+
+        known = self._get("known_payloads")
+        if len(bags) > 1 or known or self._get("drive_gains"):
+            payloads = parse_payloads(_payload_list(known), len(bags)) if known else [None] * len(bags)
+            multi = prepare_runs([read(b) for b in bags], payloads, target, settings,
+                                 min_speed=options.min_speed, progress=options.progress,
+                                 gains=bool(self._get("drive_gains")))
+            result, prep, _ = identify_runs(multi, options, gains=bool(self._get("drive_gains")))
+        else:
+            prep = prepare(read(bag), target, settings, min_speed=options.min_speed,
+                           progress=options.progress)
+            result = run_method(prep, options)
         evaluation = evaluate(result, prep)
-        paths, _ = write_outputs(out, result, target, evaluation, plots=bool(self._get("plots")))
+        paths, _ = write_outputs(out, result, prep.target, evaluation, plots=bool(self._get("plots")))
         response.estimate = to_estimate_msg(
             result, divergence_to_prior=evaluation.divergence_to_prior,
             divergence_to_truth=evaluation.divergence_to_truth, stamp=self.get_clock().now().to_msg())
@@ -252,6 +282,19 @@ class BatchSolverNode(Node):
             return {}
         spec = self._get("csv_columns")
         return {"columns": ColumnMap.parse(spec) if spec else None, "time_unit": self._get("time_unit")}
+
+
+def _payload_list(text: str) -> list:
+    """The ``known_payloads`` parameter's JSON list (checked per bag by ``parse_payloads``)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SysIdError(f"known_payloads: expected a JSON list, got text that does not parse "
+                         f"({exc})") from None
+    if not isinstance(doc, list):
+        raise SysIdError("known_payloads: expected a JSON list (one entry per bag), got "
+                         f"{type(doc).__name__}")
+    return doc
 
 
 def main(args=None) -> None:

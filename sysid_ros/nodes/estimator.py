@@ -72,7 +72,9 @@ SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[na
 NODE_PARAMETERS = (
     *MODEL_PARAMETERS,
     ("target", "arm", "'arm' for every parameter, or a body name for a payload on that body"),
-    ("friction", "", "arm target: comma list of coulomb, viscous, offset"),
+    ("friction", "", "arm target: comma list of coulomb, viscous, offset, stribeck"),
+    ("stribeck_velocity", 0.0, "arm target with stribeck: its velocity qs [rad/s] (0: the model's "
+                               "stribeck:<joint> numerics, else 0.1; online estimators do not search it)"),
     ("armature", False, "arm target: identify rotor inertia per joint"),
     ("prior", "nominal", "'nominal' (the MJCF), 'uninformative' (payload) or a result.json path"),
     ("publish_rate", 10.0, "estimate publication rate [Hz]"),
@@ -84,7 +86,8 @@ NODE_PARAMETERS = (
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
 #: what a change of each parameter at run time does (session options: rebuild the session)
-_REBUILD = {*OnlineOptions.names(), *MODEL_PARAMETER_NAMES, "target", "friction", "armature", "prior"}
+_REBUILD = {*OnlineOptions.names(), *MODEL_PARAMETER_NAMES, "target", "friction", "armature", "prior",
+            "stribeck_velocity"}
 _TIMERS = {"publish_rate", "process_rate"}
 _AT_START = {"reliable_input"}
 #: log line of each kind of rejection (the counter is appended)
@@ -215,6 +218,8 @@ class EstimatorNode(Node):
         kind = get("target")
         terms = joint_terms(get("friction"), bool(get("armature"))) if kind == "arm" else ()
         model = self._models.load(get, joint_terms=terms)
+        if float(get("stribeck_velocity")) != 0.0:
+            model = model.with_stribeck_velocity(float(get("stribeck_velocity")))
         model.check_fixed_base("the estimator's joint states")
         prior = self._prior(model, kind, get("prior"))
         target = (arm_target(model, prior=prior) if kind == "arm"

@@ -222,3 +222,49 @@ def test_vendor_csv_with_column_map_and_controller_description_solves_pc_iv(tmp_
     assert ok.success, (ok.message, log[-2000:])
     values = dict(zip(ok.estimate.names, ok.estimate.values, strict=True))
     assert values["payload.m"] == pytest.approx(PAYLOAD.mass, rel=0.01)
+
+
+def test_several_bags_with_known_payloads_identify_drive_gains(tmp_path, ros_domain_id):
+    """Three bags of the 3-joint arm of ``test_multi_payload`` carrying 0, 2 and 5 kg, logged with
+    drive-gain errors, named comma-separated in one request to a node started with
+    ``known_payloads`` and ``drive_gains``: the gains come back within 1 % (result.json)."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
+    from test_multi_payload import ARM, GAINS, PAYLOADS, SEEDS
+
+    from sysid_ros.core.batch.multi_run import parse_payloads
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    (data / "arm.xml").write_text(ARM)
+    model = RobotModel.from_mjcf(data / "arm.xml", joint_terms=("Fc", "Fv", "Ia"))
+    for i, payload in enumerate(parse_payloads(PAYLOADS, 3)):
+        ds = simulate_dataset(model, duration=8.0, seed=SEEDS[i], payload=payload)
+        write_bag(data / f"run{i}", dataset_topics(ds.with_torque_calibration(list(1.0 / GAINS), None)))
+    params = tmp_path / "params.yaml"
+    params.write_text("batch_solver:\n  ros__parameters:\n"
+                      f"    known_payloads: '{json.dumps(PAYLOADS)}'\n    drive_gains: true\n")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
+         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={data / 'arm.xml'}",
+         "-p", "plots:=false", "--params-file", str(params)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="run0,run1,run2", method="ols", friction=["coulomb", "viscous"],
+                    armature=True, output_dir="joint")
+        bad = c.call(bag_path="run0,run1", method="ols", output_dir="bad")
+    finally:
+        c.close()
+        log = stop_process(proc)
+    assert ok.success, (ok.message, log[-2000:])
+    doc = json.loads((out / "joint" / "result.json").read_text())
+    gains = doc["diagnostics"]["drive_gains"]["gains"]
+    np.testing.assert_allclose([gains[j] for j in ("j1", "j2", "j3")], GAINS, rtol=0.01)
+    assert len(doc["diagnostics"]["runs"]) == 3
+    assert not bad.success
+    assert bad.message == ("known payloads: expected a JSON list with one entry per run (2), got a list of 3")

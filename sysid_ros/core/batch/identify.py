@@ -49,6 +49,7 @@ from sysid_ros.core.data.segments import Segmentation
 from sysid_ros.core.data.timebase import TimebaseReport, regularise
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.consistency import realizable_inertia
+from sysid_ros.core.model.regressor import stribeck_column
 from sysid_ros.core.model.robot import inertial_from_body_params
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.result import (
@@ -89,6 +90,8 @@ class IdentifyOptions:
     iv_max_iter: int = 10
     iv_tol: float = 1e-4
     progress: Callable[[str], None] | None = None
+    #: [rad/s] Stribeck velocity q̇s of the ``Fs`` terms; None: found by a 1-D search (:func:`settle_stribeck`)
+    stribeck_velocity: float | None = None
 
     def __post_init__(self) -> None:
         if not self.max_samples >= MIN_SDP_SAMPLES:
@@ -98,6 +101,7 @@ class IdentifyOptions:
                             f"{self.regularization}")
         if not (np.isfinite(self.min_speed) and self.min_speed >= 0):
             raise DataError(f"min_speed must be a finite number >= 0 rad/s, got {self.min_speed}")
+        check_stribeck_velocity(self.stribeck_velocity)
 
 
 #: fewest samples :class:`IdentifyOptions` lets the dual-metric SDP keep (the batch_solver's bound)
@@ -141,6 +145,8 @@ class Prepared:
     y: np.ndarray
     mask: np.ndarray
     timebase: TimebaseReport
+    #: the Stribeck velocity search (:func:`settle_stribeck`), None when there was none
+    stribeck: dict | None = None
 
     @property
     def fs(self) -> float:
@@ -154,13 +160,20 @@ class Prepared:
 
 
 def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_speed: float = 0.05,
-            progress: Callable[[str], None] | None = None) -> Prepared:
+            progress: Callable[[str], None] | None = None, stribeck_velocity: float | None = None,
+            search_stribeck: bool = True) -> Prepared:
     """Split at gaps and cut stationary ends (:func:`segment`), then per segment: condition, build
     the regressor at full rate, filter and decimate both sides in parallel; stack the segments.
 
     Every gap and dropped segment is a warning of this module's logger and, when given, a line to
     ``progress``; so is the summary (segments, samples used, stationary samples cut) at info level.
+
+    An arm target with Stribeck terms ``Fs``: ``stribeck_velocity`` [rad/s] sets q̇s; None finds it
+    (:func:`settle_stribeck`) unless ``search_stribeck`` is False (the model's q̇s is kept).
     """
+    check_stribeck_velocity(stribeck_velocity)
+    if stribeck_velocity is not None and "Fs" in target.model.joint_terms:
+        target = replace(target, model=target.model.with_stribeck_velocity(stribeck_velocity))
     ds, timebase = regularise(dataset.for_model(target.model), max_bridge=settings.bridge_gaps,
                               jitter_tolerance=settings.jitter_tolerance,
                               resample=settings.resample == "auto")
@@ -189,7 +202,104 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
     t, x, y, q, dq, ddq = (np.concatenate(a, axis=0) for a in zip(*stacks, strict=True))
     # a payload target's known arm keeps its friction on the output side: every row is valid
     mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
-    return Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask, timebase)
+    prep = Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask, timebase)
+    if stribeck_velocity is None and search_stribeck and stribeck_searched(target):
+        prep = settle_stribeck(prep, progress=progress)
+    return prep
+
+
+# ------------------------------------------------------------------------- Stribeck velocity
+#: [rad/s] interval the Stribeck velocity q̇s is searched in (log-spaced grid, then golden section)
+STRIBECK_SEARCH = (0.002, 2.0)
+#: points of the search's log-spaced grid; golden-section steps refining the best bracket
+STRIBECK_GRID, STRIBECK_REFINE = 25, 14
+
+
+def check_stribeck_velocity(velocity: float | None) -> None:
+    if velocity is not None and not (np.isfinite(velocity) and velocity > 0):
+        raise DataError(f"the Stribeck velocity must be a finite number > 0 rad/s (or none: "
+                        f"searched), got {velocity}")
+
+
+def stribeck_searched(target: Target) -> bool:
+    """Whether ``target`` identifies Stribeck terms (an arm with ``Fs`` joint terms)."""
+    return target.kind == "arm" and "Fs" in target.model.joint_terms
+
+
+def with_stribeck_velocity(prep: Prepared, velocity: float) -> Prepared:
+    """``prep`` with Stribeck velocity q̇s = ``velocity`` [rad/s]: the target's model and the
+    ``Fs`` columns of ``x``, recomputed per segment from the conditioned full-rate velocities and
+    filtered and decimated as ``prepare`` does (the column is nonlinear in q̇: it must be
+    filtered, not computed from filtered q̇)."""
+    model = prep.target.model.with_stribeck_velocity(velocity)
+    dofs = model.term_dofs
+    cols = model.term_columns + model.joint_terms.index("Fs")
+    x = prep.x.copy()
+    for part in prep.segments:
+        cond = part.conditioned
+        (column,), _ = parallel_decimate([stribeck_column(cond.dq[:, dofs], velocity)], cond.fs,
+                                         prep.settings)
+        x[part.rows, dofs, cols] = column
+    return replace(prep, target=replace(prep.target, model=model), x=x)
+
+
+def stribeck_residual(prep: Prepared) -> float:
+    """RMS [N·m] of the unconstrained least-squares fit of the base parameters on ``prep``'s rows."""
+    w, rhs, _ = prep.rows()
+    beta = np.linalg.lstsq(w, rhs, rcond=None)[0]
+    return float(np.sqrt(np.mean((rhs - w @ beta) ** 2)))
+
+
+def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = None,
+                    residual: Callable[[Prepared], float] = stribeck_residual) -> Prepared:
+    """``prep`` at the Stribeck velocity q̇s that minimises the least-squares residual: separable
+    least squares (variable projection) over the one nonlinear parameter. For a given q̇s the
+    torque is linear in every other parameter (Fs included), so the residual of their
+    least-squares fit is a function of q̇s alone; it is evaluated on a log-spaced grid over
+    :data:`STRIBECK_SEARCH`, then minimised by golden-section search (in log q̇s) between the best
+    grid point's neighbours. ``prep.stribeck`` records the search (velocity, residuals).
+    ``residual``: the RMS [N·m] minimised (default :func:`stribeck_residual`)."""
+    grid = np.geomspace(*STRIBECK_SEARCH, STRIBECK_GRID)
+    cache: dict[float, tuple[float, Prepared]] = {}
+
+    def cost(log_v: float) -> float:
+        v = float(np.exp(log_v))
+        if v not in cache:
+            trial = with_stribeck_velocity(prep, v)
+            cache[v] = (residual(trial), trial)
+        return cache[v][0]
+
+    logs = np.log(grid)
+    values = [cost(g) for g in logs]
+    k = int(np.argmin(values))
+    lo, hi = logs[max(k - 1, 0)], logs[min(k + 1, len(logs) - 1)]
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    for _ in range(STRIBECK_REFINE):
+        if cost(a) < cost(b):
+            hi, b = b, a
+            a = hi - ratio * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + ratio * (hi - lo)
+    best_v = min(cache, key=lambda v: cache[v][0])
+    rms, best = cache[best_v]
+    at_edge = k in (0, len(grid) - 1)
+    doc = {"velocity": best_v, "residual_rms": rms, "searched": list(STRIBECK_SEARCH),
+           "grid": [[float(v), r] for v, r in zip(grid, values, strict=True)], "at_search_edge": at_edge}
+    line = (f"Stribeck velocity {best_v:.4g} rad/s (least-squares residual {rms:.4g} N·m; searched "
+            f"{STRIBECK_SEARCH[0]:g}..{STRIBECK_SEARCH[1]:g} rad/s)")
+    log.info("%s", line)
+    if progress is not None:
+        progress(line)
+    if at_edge:
+        warn = (f"the Stribeck velocity search ended at the edge of its interval ({best_v:.4g} rad/s): "
+                "the data may not show a Stribeck effect (identify without 'stribeck', or give "
+                "--stribeck-velocity)")
+        log.warning("%s", warn)
+        if progress is not None:
+            progress(f"warning: {warn}")
+    return replace(best, stribeck=doc)
 
 
 def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None = None
@@ -199,7 +309,7 @@ def identify(dataset: Dataset, target: Target, options: IdentifyOptions | None =
     options = options or IdentifyOptions()
     check_method(options.method)
     prep = prepare(dataset, target, options.preprocessing, min_speed=options.min_speed,
-                   progress=options.progress)
+                   progress=options.progress, stribeck_velocity=options.stribeck_velocity)
     return run_method(prep, options)
 
 
@@ -228,6 +338,9 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         warnings.append(line)
     data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
+    if stribeck_searched(prep.target):
+        extra |= {"stribeck": prep.stribeck or {"velocity": prep.target.model.stribeck_velocity,
+                                                "searched": None}}
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
         solution = _plausible_fit(prep)

@@ -1,7 +1,7 @@
 """Regressors linear in the parameter vector θ of a :class:`RobotModel`.
 
 * :func:`torque_regressor`: ``τ = Y(q, q̇, q̈) θ`` (joint torques/forces of inverse dynamics,
-  gravity included, plus the joint terms Fc·sign(q̇) + Fv·q̇ + Fo + Ia·q̈);
+  gravity included, plus the joint terms Fc·sign(q̇) + Fv·q̇ + Fo + Ia·q̈ + Fs·exp(−|q̇|/q̇s)·sign(q̇));
 * :func:`body_regressor`: the columns of one body (or of a payload rigidly attached to it) and the
   torque of everything else, known;
 * :func:`mass_matrix_regressor`: ``M(q) = Σ_p θ_p ∂M/∂θ_p`` (armature on the diagonal);
@@ -210,9 +210,17 @@ def _joint_terms(model: RobotModel, dq: np.ndarray, ddq: np.ndarray, buf: np.nda
             value = dq[:, dofs].T
         elif term == "Fo":
             value = 1.0
+        elif term == "Fs":
+            value = stribeck_column(dq[:, dofs].T, model.stribeck_velocity)
         else:
             value = ddq[:, dofs].T
         buf[dofs, base + t_i] = value
+
+
+def stribeck_column(dq: np.ndarray, velocity: float) -> np.ndarray:
+    """Stribeck regressor ``exp(−|q̇|/q̇s)·sign(q̇)`` of joint velocities ``dq`` [rad/s] (any
+    shape) for Stribeck velocity ``velocity`` = q̇s [rad/s]: the friction torque is ``Fs`` times it."""
+    return np.exp(-np.abs(dq) / velocity) * np.sign(dq)
 
 
 #: samples per chunk ~ this many elements / number of (dof, body) pairs: keeps arrays in cache
@@ -323,7 +331,7 @@ class MomentumRegressors(NamedTuple):
     * ``Yp``: generalised momentum ``p = M(q) q̇`` (armature included);
     * ``Yc``: ``Cᵀ(q, q̇) q̇`` with Christoffel-consistent C (equals ``∂K/∂q``);
     * ``Yg``: gravity torque ``g(q)``;
-    * ``Yf``: friction and offset ``Fc·sign(q̇) + Fv·q̇ + Fo``.
+    * ``Yf``: friction and offset ``Fc·sign(q̇) + Fv·q̇ + Fo + Fs·exp(−|q̇|/q̇s)·sign(q̇)``.
 
     Over a window ``[t_r, t_k]``: ``∫τ dt = (Yp(t_k) − Yp(t_r)) θ − ∫(Yc − Yg − Yf) dt θ``;
     no acceleration is needed.
@@ -377,7 +385,7 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     _project(model, poses.S, g_mot, which, yg)
     if bodies is None:
         _joint_terms(model, zero, dq2, yp, terms=("Ia",))
-        _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo"))
+        _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo", "Fs"))
     return MomentumRegressors(*(_finish(single, _batch_major(y)) for y in (yp, yc, yg, yf)))
 
 

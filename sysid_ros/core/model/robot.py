@@ -5,9 +5,13 @@ Parameters (SI units):
 * per moving body, 10 standard parameters in the body frame about the body origin
   ``[m, hx, hy, hz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` with ``h = m * c`` (c the centre of mass),
   ``Ixy`` the tensor entry (``-∫xy dm``), named ``<body>.<field>``;
-* per hinge/slide joint, optionally ``[Fc, Fv, Fo, Ia]``: Coulomb friction [N·m], viscous friction
-  [N·m·s/rad], constant offset [N·m] and rotor/armature inertia [kg·m²], named ``<joint>.<field>``.
-  In MuJoCo these are ``frictionloss``, ``damping``, (none) and ``armature``.
+* per hinge/slide joint, optionally ``[Fc, Fv, Fo, Ia, Fs]``: Coulomb friction [N·m], viscous
+  friction [N·m·s/rad], constant offset [N·m], rotor/armature inertia [kg·m²] and Stribeck friction
+  [N·m] (the torque ``Fs·exp(−|q̇|/q̇s)·sign(q̇)``, with one Stribeck velocity q̇s [rad/s] per model:
+  :attr:`RobotModel.stribeck_velocity`), named ``<joint>.<field>``. In MuJoCo these are
+  ``frictionloss``, ``damping``, (none), ``armature`` and (none: MuJoCo has no Stribeck friction;
+  custom numeric ``stribeck:<joint>`` = ``"Fs q̇s"`` holds it, and the package's plant applies it,
+  :mod:`sysid_ros.core.sim.plant`).
 
 The parameter vector is ordered body by body (MuJoCo body order), then joint by joint.
 """
@@ -42,8 +46,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BODY_FIELDS: tuple[str, ...] = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
-JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
-JointTerm = Literal["Fc", "Fv", "Fo", "Ia"]
+JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia", "Fs")
+JointTerm = Literal["Fc", "Fv", "Fo", "Ia", "Fs"]
+#: joint terms of a model built without naming them (plus ``Fs`` when its MJCF has Stribeck numerics)
+DEFAULT_JOINT_TERMS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
+#: [rad/s] Stribeck velocity q̇s of a model whose MJCF has no ``stribeck:<joint>`` numeric
+DEFAULT_STRIBECK_VELOCITY = 0.1
+#: prefix of the MJCF custom numerics ``stribeck:<joint>`` = ``"Fs q̇s"`` (N·m, rad/s)
+STRIBECK_NUMERIC = "stribeck:"
 JointType = Literal["free", "ball", "slide", "hinge"]
 
 _JOINT_TYPES: dict[int, JointType] = {
@@ -92,18 +102,39 @@ class Body:
     moving: bool
 
 
-_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo"}
+_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo", "stribeck": "Fs"}
 
 
 def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[JointTerm, ...]:
     """Joint terms from user options: ``friction`` a comma list (or list) of coulomb, viscous,
-    offset; ``armature`` adds rotor inertia."""
+    offset, stribeck; ``armature`` adds rotor inertia."""
     items = friction.split(",") if isinstance(friction, str) else list(friction or [])
     items = [i.strip() for i in items if i.strip()]
     unknown = [i for i in items if i not in _FRICTION]
     if unknown:
         raise ModelError(f"friction terms are {sorted(_FRICTION)}, got {unknown}")
     return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
+
+
+def stribeck_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float]]:
+    """``{dof: (Fs [N·m], q̇s [rad/s])}`` from the model's custom numerics ``stribeck:<joint>``
+    (hinge/slide joints). :class:`ModelError` when one names no such joint, has not 2 values or
+    a q̇s that is not positive."""
+    out = {}
+    for i in range(mj.nnumeric):
+        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
+        if not name.startswith(STRIBECK_NUMERIC):
+            continue
+        joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
+        adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
+        data = mj.numeric_data[adr:adr + size]
+        if joint < 0 or int(mj.jnt_type[joint]) not in _SCALAR_JOINTS:
+            raise ModelError(f"custom numeric {name!r} names no hinge or slide joint of the model")
+        if size != 2 or not data[1] > 0:
+            raise ModelError(f"custom numeric {name!r}: expected 2 values 'Fs [N m] qs [rad/s]' with "
+                             f"qs > 0, got {data.tolist()}")
+        out[int(mj.jnt_dofadr[joint])] = (float(data[0]), float(data[1]))
+    return out
 
 
 def body_params_from_inertial(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
@@ -139,20 +170,28 @@ class RobotModel:
     * ``joints``/``bodies``: the tree (every MuJoCo body except the world);
     * ``param_bodies``: MuJoCo ids of the bodies whose 10 parameters are identified;
     * ``term_joints``: indices into ``joints`` of the hinge/slide joints carrying joint terms;
-    * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF.
+    * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF;
+    * ``stribeck_velocity``: q̇s [rad/s] of the ``Fs`` columns.
+
+    ``joint_terms`` None: :data:`DEFAULT_JOINT_TERMS`, plus ``Fs`` when the MJCF has
+    ``stribeck:<joint>`` numerics. ``stribeck_velocity`` None: the numerics' q̇s, else
+    :data:`DEFAULT_STRIBECK_VELOCITY`.
     """
 
     def __init__(
         self,
         mj: mujoco.MjModel,
         *,
-        joint_terms: Sequence[JointTerm] = JOINT_FIELDS,
+        joint_terms: Sequence[JointTerm] | None = None,
         include_massless: bool = False,
         source: str | None = None,
         xml: str | None = None,
         urdf: str | None = None,
         spec_factory: Callable[[], mujoco.MjSpec] | None = None,
+        stribeck_velocity: float | None = None,
     ) -> None:
+        if joint_terms is None:  # every term MuJoCo simulates, and Stribeck where the model has it
+            joint_terms = DEFAULT_JOINT_TERMS + (("Fs",) if stribeck_numerics(mj) else ())
         unknown = [t for t in joint_terms if t not in JOINT_FIELDS]
         if unknown:
             raise ModelError(f"joint terms must be among {JOINT_FIELDS}, got {unknown}")
@@ -208,6 +247,18 @@ class RobotModel:
         self._index = {n: i for i, n in enumerate(names)}
         if len(self._index) != len(names):
             raise ModelError("body and joint names must be unique to name parameters")
+        stribeck = stribeck_numerics(mj)
+        velocities = sorted({v for _, v in stribeck.values()})
+        if stribeck_velocity is None:
+            stribeck_velocity = velocities[0] if velocities else DEFAULT_STRIBECK_VELOCITY
+            if len(velocities) > 1:
+                log.warning("the model's Stribeck velocities %s differ; the identified model has one "
+                            "q̇s: %g rad/s", velocities, stribeck_velocity)
+        if not (math.isfinite(stribeck_velocity) and stribeck_velocity > 0):
+            raise ModelError("the Stribeck velocity must be a finite number > 0 rad/s, "
+                             f"got {stribeck_velocity}")
+        #: [rad/s] the Stribeck velocity q̇s of every joint's ``Fs`` column
+        self.stribeck_velocity = float(stribeck_velocity)
         self.nominal: np.ndarray = self.params_of(mj)
         self.nominal.setflags(write=False)
         self._derived: dict[object, object] = {}
@@ -302,7 +353,12 @@ class RobotModel:
     def with_joint_terms(self, terms: Sequence[JointTerm]) -> RobotModel:
         """The same robot (same source) with other joint terms in its parameter vector."""
         return RobotModel(self.mj, joint_terms=terms, source=self.source, xml=self._xml, urdf=self.urdf,
-                          spec_factory=self._spec_factory)
+                          spec_factory=self._spec_factory, stribeck_velocity=self.stribeck_velocity)
+
+    def with_stribeck_velocity(self, velocity: float) -> RobotModel:
+        """The same robot with Stribeck velocity ``velocity`` [rad/s] in its ``Fs`` columns."""
+        return RobotModel(self.mj, joint_terms=self.joint_terms, source=self.source, xml=self._xml,
+                          urdf=self.urdf, spec_factory=self._spec_factory, stribeck_velocity=velocity)
 
     @staticmethod
     def _read_joint(mj: mujoco.MjModel, j: int) -> Joint:
@@ -496,7 +552,10 @@ class RobotModel:
             i_com = r @ np.diag(mj.body_inertia[b]) @ r.T
             theta[10 * k:10 * k + 10] = body_params_from_inertial(
                 float(mj.body_mass[b]), np.array(mj.body_ipos[b]), i_com)
-        values = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
+        values = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature,
+                  "Fs": np.zeros(mj.nv)}
+        for dof, (fs, _) in stribeck_numerics(mj).items():
+            values["Fs"][dof] = fs
         for k, j in enumerate(self.term_joints):
             dof = self.joints[j].dof_adr
             for t_i, term in enumerate(self.joint_terms):
@@ -510,7 +569,9 @@ class RobotModel:
         The inertia about the CoM is diagonalised into ``body_inertia``/``body_iquat`` as MuJoCo
         stores it (and the body's compile-time ``body_sameframe`` shortcut cleared: with it MuJoCo
         would ignore the new ``body_ipos``/``body_iquat``). Joint offsets ``Fo`` have no MuJoCo
-        counterpart and are ignored.
+        counterpart and are ignored; Stribeck terms ``Fs`` are written into existing
+        ``stribeck:<joint>`` numerics (with this model's q̇s) and ignored where the model has none
+        (a compiled model cannot grow one).
         """
         theta = self.check_theta(theta)
         for k, b in enumerate(self.param_bodies):
@@ -519,9 +580,13 @@ class RobotModel:
             # the compiler's "inertial frame = body frame" shortcut no longer holds: off for this body
             mj.body_sameframe[b] = 0
         fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
+        numerics = _stribeck_numeric_ids(mj)
         for (term, dof), value in self._joint_term_values(theta).items():
             if term in fields:
                 fields[term][dof] = value
+            elif term == "Fs" and dof in numerics:
+                adr = int(mj.numeric_adr[numerics[dof]])
+                mj.numeric_data[adr:adr + 2] = value, self.stribeck_velocity
 
     def _joint_term_values(self, theta: np.ndarray) -> dict[tuple[str, int], float]:
         out = {}
@@ -566,9 +631,12 @@ class RobotModel:
         attr = {"Fc": "frictionloss", "Fv": "damping", "Ia": "armature"}
         joint_values: dict[str, dict[str, float]] = {}
         unwritten: list[str] = []
+        stribeck: dict[str, list[float]] = {}
         for (term, dof), value in self._joint_term_values(theta).items():
             joint = self.joints[int(self.mj.dof_jntid[dof])]
-            if term in attr:
+            if term == "Fs":
+                stribeck[joint.name] = [value, self.stribeck_velocity]
+            elif term in attr:
                 joint_values.setdefault(joint.name, {})[attr[term]] = max(value, 0.0)
                 _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
             elif abs(value) > 0:
@@ -587,20 +655,34 @@ class RobotModel:
                     joint_values.setdefault(name, {})[key] = 0.0
                     _set_scalar(spec.joint(name), key, 0.0)
                     zeroed.setdefault(key, []).append(name)
+        for dof, (fs, velocity) in stribeck_numerics(self.mj).items():
+            name = self.joints[int(self.mj.dof_jntid[dof])].name
+            if name not in stribeck and fs != 0:
+                stribeck[name] = [0.0, velocity]
+                zeroed.setdefault("stribeck", []).append(name)
+        for name, data in stribeck.items():
+            numeric = spec.numeric(STRIBECK_NUMERIC + name)
+            if numeric is None:
+                spec.add_numeric(name=STRIBECK_NUMERIC + name, data=data)
+            else:
+                numeric.data = data
         if zeroed:
             log.info("joint terms of the source that were not identified written as 0 (the identified "
                      "model has none): %s", "; ".join(f"{k} of {v}" for k, v in zeroed.items()))
         try:
             spec.compile()
             xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
-            xml = _with_comment(xml, _export_note(self.joint_terms, zeroed, unwritten))
+            xml = _numerics_full_precision(xml, {STRIBECK_NUMERIC + k: v for k, v in stribeck.items()})
+            xml = _with_comment(xml, _export_note(self.joint_terms, zeroed, unwritten,
+                                                  stribeck=bool(stribeck)))
             mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
         return _write_atomic(Path(path), xml)
 
 
-def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: list[str]) -> str:
+def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: list[str], *,
+                 stribeck: bool = False) -> str:
     """The comment identified.xml carries about its joint terms."""
     lines = [f"Written by sysid_ros: inertials and joint terms {list(terms)} as identified."]
     if zeroed:
@@ -609,7 +691,37 @@ def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: 
     if unwritten:
         lines.append("Identified terms MJCF cannot hold (Fo: a constant torque offset [N m], add it "
                      "to the torque MuJoCo computes): " + "; ".join(unwritten) + ".")
+    if stribeck:
+        lines.append("Stribeck friction Fs*exp(-|qdot|/qs)*sign(qdot) [N m]: custom numerics "
+                     f"{STRIBECK_NUMERIC}<joint> = 'Fs qs' (N m, rad/s). MuJoCo does not simulate them "
+                     "(its frictionloss is Coulomb only); sysid_ros's plant applies them as a joint "
+                     "torque, any other simulator must add -Fs*exp(-|qdot|/qs)*sign(qdot) itself.")
     return "\n     ".join(lines)
+
+
+def _numerics_full_precision(xml: str, values: dict[str, list[float]]) -> str:
+    """``xml`` with the custom numerics named in ``values`` at full precision."""
+    if not values:
+        return xml
+    root = ET.fromstring(xml)
+    for numeric in root.iter("numeric"):
+        data = values.get(numeric.get("name", ""))
+        if data is not None:
+            numeric.set("data", " ".join(repr(float(x)) for x in data))
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _stribeck_numeric_ids(mj: mujoco.MjModel) -> dict[int, int]:
+    """``{dof: numeric id}`` of the model's ``stribeck:<joint>`` numerics (see :func:`stribeck_numerics`)."""
+    out = {}
+    for i in range(mj.nnumeric):
+        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
+        if name.startswith(STRIBECK_NUMERIC):
+            joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
+            if joint >= 0:
+                out[int(mj.jnt_dofadr[joint])] = i
+    return out
 
 
 def _with_comment(xml: str, text: str) -> str:

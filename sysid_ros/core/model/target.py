@@ -112,7 +112,7 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
     """Identify every parameter of ``model`` (prior: its nominal values)."""
     blocks = tuple((model.body_name(b), model.body_slice(b)) for b in model.param_bodies)
     nonneg = np.array([i for i, n in enumerate(model.param_names)
-                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia")], dtype=int)
+                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia", "Fs")], dtype=int)
     return Target(model, "arm", None, model.param_names,
                   model.nominal.copy() if prior is None else model.check_theta(prior),
                   blocks, nonneg, base_parameters(model, seed=seed))

@@ -6,6 +6,9 @@ Per actuated joint, from the *measured* state ``(q, q̇)``::
     τ = clip(kp (q* − q) + kd (q̇* − q̇) + τ_ff, −τ_max, τ_max)
 
 applied through ``qfrc_applied`` (the model's own actuators are disabled) for one physics step.
+Stribeck friction, which MuJoCo does not model, is applied there too: a joint with a custom numeric
+``stribeck:<joint>`` = ``"Fs q̇s"`` gets ``−Fs·exp(−|q̇|/q̇s)·sign(q̇)`` at the step's (true)
+velocity (:func:`~sysid_ros.core.model.robot.stribeck_numerics`).
 The sensor model (:class:`SensorModel`) adds white noise to the measured position, velocity and
 torque and quantises the position to the encoder's resolution; commands and measurements can be
 delayed by whole steps, and a watchdog can take the joints limp (damping only) after a silence.
@@ -43,7 +46,8 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.model.regressor import stribeck_column
+from sysid_ros.core.model.robot import RobotModel, stribeck_numerics
 
 __all__ = ["JointCommand", "MitPlant", "PlantSample", "Push", "SensorModel", "SimulatedRun",
            "SimulationError", "mit_torque"]
@@ -255,6 +259,11 @@ class MitPlant:
         self._pending: deque[tuple[int, JointCommand]] = deque()
         self._samples: deque[PlantSample] = deque(maxlen=self._meas_delay + 1)
         self._tau = np.zeros(sim.nv)  # applied generalised force, 0 on unactuated dofs
+        stribeck = stribeck_numerics(sim)
+        #: dofs with Stribeck friction, their Fs [N·m] and q̇s [rad/s]
+        self._stribeck = (np.array(sorted(stribeck), dtype=int),
+                          np.array([stribeck[d][0] for d in sorted(stribeck)]),
+                          np.array([stribeck[d][1] for d in sorted(stribeck)]))
         self.step_count = 0
         self.counters = {"saturated_steps": 0, "limp_steps": 0}
         self.failure = ""  # why the physics stopped (see _diverged); '' while it runs
@@ -436,6 +445,9 @@ class MitPlant:
         data.qfrc_applied[:] = self._tau
         if self._pushes:
             self._apply_pushes(self.step_count)
+        dofs, fs, velocity = self._stribeck
+        if dofs.size:
+            data.qfrc_applied[dofs] -= fs * stribeck_column(data.qvel[dofs], velocity)
         acc = None
         if acceleration and self._rk4:
             mujoco.mj_forward(self.mj, data)
