@@ -86,7 +86,11 @@ def test_result_files_hold_exactly_the_exported_parameters_and_solve_nothing(pre
     assert doc["exported_parameters"]["from"] == PROJECTED
     assert doc["diagnostics"]["consistency"]["consistent"] and doc["diagnostics"]["status"] == "optimal"
     assert doc["fit"] == doc["validation"] == evaluation.fit.errors.as_dict()
-    assert doc["fit"]["relative_error_percent"] == pytest.approx(result.diagnostics.relative_error, rel=1e-9)
+    # the fit figures: the exported parameters on every kept sample of every joint
+    assert doc["fit"]["rows"] == prepared.y.size
+    predicted = result.base.columns(prepared.x) @ result.base.of(result.parameters.values)
+    assert doc["fit"]["relative_error_percent"] == pytest.approx(
+        100 * np.linalg.norm(prepared.y - predicted) / np.linalg.norm(prepared.y), rel=1e-9)
     assert doc["truth_comparison"]["base"] and "divergence_to_truth" in doc["truth_comparison"]
     # MuJoCo reads back the exported parameters from identified.xml
     written = RobotModel.from_mjcf(tmp_path / "identified.xml", joint_terms=("Fv", "Ia"))

@@ -82,37 +82,54 @@ def _running(pid: int) -> bool:
 
 
 def summary(result: IdentificationResult, evaluation: Evaluation | None = None) -> str:
-    """A readable table of the fit (and of the validation and truth comparison, when evaluated)."""
+    """A readable table of the fit (and of the validation and truth comparison, when evaluated).
+
+    With an evaluation, the per-joint figures are those of the exported parameters on every kept
+    sample (the same rows for every method and friction setting); without, those of the
+    regression rows."""
     d = result.diagnostics
+    fit = evaluation.fit.errors if evaluation else d.fit
     validation = evaluation.validation.errors if evaluation and evaluation.validation else None
     truth = evaluation.truth if evaluation else None
     joints = result.joint_names or tuple(f"dof{i}" for i in range(len(d.fit.rmse)))
     lines = [f"method {result.method}: {result.base.rank} base parameters, rank {d.rank}, "
              f"condition {d.condition_number:.3g}, {d.n_samples} samples / {d.n_rows} rows, "
              f"solve {d.solve_time:.2f} s",
-             f"relative error {d.relative_error:.3f} %"]
+             f"relative error {d.relative_error:.3f} % on the {d.n_rows} regression rows"]
+    lines += _precision_lines(result)
     if not result.solver.optimal:
         lines.append(f"solver {result.solver.solver}: status {result.solver.status}, "
                      f"converged {result.solver.converged}")
     cons = result.consistency
     if cons is not None:
         bad = [b.body for b in cons.bodies if not b.consistent] + list(cons.negative_joint_terms)
-        lines.append("physically consistent" if cons.consistent else f"NOT consistent: {bad}")
+        lines.append("physically consistent" if cons.consistent else
+                     f"NOT physically consistent: {', '.join(bad) or 'no body or joint term named'}")
     if result.parameters is not None:
         masses = {b: result.parameters[f"{b}.m"] for b in result.parameters.blocks
                   if f"{b}.m" in result.parameters.names}
         lines.append(f"exported parameters ({result.parameters_from or result.method}): mass "
                      + ", ".join(f"{b} {m:.4g}" for b, m in masses.items()) + " kg"
                      + (f" (total {sum(masses.values()):.4g} kg)" if len(masses) > 1 else ""))
+        cost = d.extra.get("plausibility")
+        if cost and cost.get("torque_rms"):
+            rms = cost["torque_rms"]
+            lines.append(f"plausibility bounds cost {cost['cost_percent']:+.2f} % torque RMS "
+                         f"({rms['exported']:.4g} N·m exported vs {rms['unconstrained']:.4g} "
+                         "unconstrained least squares, regression rows)")
     if result.solver.iterations is not None:
         lines.append(f"iterations {result.solver.iterations}, converged {result.solver.converged}, "
                      f"IV gradient {d.extra.get('iv_gradient', float('nan')):.2e}")
     if result.solver.binding_constraints:
         lines.append(f"binding constraints: {list(result.solver.binding_constraints)}")
+    if evaluation:
+        lines.append(f"torque fit of the exported parameters on all {fit.n_rows} samples × joints "
+                     f"(the same rows for every method and friction setting): relative error "
+                     f"{fit.relative:.3f} %")
     lines.append(f"{'joint':<24} {'RMSE [N·m]':>12} {'NCC':>8}" +
                  (f" {'val. RMSE':>12} {'val. NCC':>9}" if validation else ""))
     for j, name in enumerate(joints):
-        row = f"{name:<24} {d.fit.rmse[j]:12.4g} {_fmt(d.fit.ncc[j]):>8}"
+        row = f"{name:<24} {fit.rmse[j]:12.4g} {_fmt(fit.ncc[j]):>8}"
         if validation:
             row += f" {_fmt(validation.rmse[j], '12.4g'):>12} {_fmt(validation.ncc[j]):>9}"
         lines.append(row)
@@ -122,6 +139,23 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
         lines.append(f"vs truth: median base-parameter error {truth.base.median_relative:.3g} %, "
                      f"largest {truth.base.max_relative:.3g} %")
     return "\n".join(lines)
+
+
+def _precision_lines(result: IdentificationResult, *, full_table: int = 12) -> list[str]:
+    """The base parameters' relative standard deviations: every one for a short vector (a
+    payload's 10), else the median and the five least precise."""
+    std, beta, names = result.beta_std, result.beta, result.base.names
+    rel = 100.0 * std / np.maximum(np.abs(beta), 1e-300)
+    known = np.isfinite(rel)
+    if not known.any() and not np.isinf(std).any():
+        return []
+    if len(beta) <= full_table:
+        return ["base parameters (value ± std, relative std): " + "; ".join(
+            f"{n} = {b:.5g} ± {s:.2g} ({r:.3g} %)" for n, b, s, r in zip(names, beta, std, rel, strict=True))]
+    order = np.argsort(-np.where(np.isnan(rel), -np.inf, rel))[:5]
+    median = float(np.nanmedian(rel[known])) if known.any() else float("nan")
+    worst = "; ".join(f"{names[i]} = {beta[i]:.4g} ± {std[i]:.2g} ({rel[i]:.3g} %)" for i in order)
+    return [f"base parameters' relative std: median {median:.3g} %; least precise: {worst}"]
 
 
 def _fmt(x, spec: str = "8.4f") -> str:

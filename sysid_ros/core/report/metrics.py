@@ -132,7 +132,7 @@ def torque_errors(measured: np.ndarray, predicted: np.ndarray, *, mask: np.ndarr
 @dataclass(frozen=True)
 class TorqueFit:
     """Measured and predicted torques ``(N, n)`` [N·m] at times ``t (N,)`` [s], and their errors
-    on the rows used (``mask``)."""
+    (on every sample, see :func:`predict_torque`)."""
 
     t: np.ndarray
     measured: np.ndarray
@@ -141,10 +141,14 @@ class TorqueFit:
 
 
 def predict_torque(result: IdentificationResult, prep: Prepared) -> TorqueFit:
-    """Torque predicted by ``result``'s base parameters on prepared data (its regressor, filtered
-    and decimated like the torques), scored on the rows the methods use (``prep.mask``)."""
-    predicted = result.base.columns(prep.x) @ result.beta
-    return TorqueFit(prep.t, prep.y, predicted, torque_errors(prep.y, predicted, mask=prep.mask))
+    """Torque predicted by what ``result`` exports (the base parameters Bθ of its standard
+    parameters; β when it exports none) on prepared data (its regressor, filtered and decimated
+    like the torques), scored on every kept sample of every joint: the same rows whatever the
+    method and the friction terms (the regression itself leaves out slow joints' rows when it
+    identifies Coulomb friction, ``prep.mask``)."""
+    beta = result.beta if result.parameters is None else result.base.of(result.parameters.values)
+    predicted = result.base.columns(prep.x) @ beta
+    return TorqueFit(prep.t, prep.y, predicted, torque_errors(prep.y, predicted))
 
 
 def heldout_torque(target: Target, dataset: Dataset, theta: Sequence[float]) -> TorqueFit:
