@@ -14,8 +14,9 @@ own origin is linear in its 10 parameters,
     n = Ī ω̇ + ω × Ī ω − a × h,   f = m a + (ω̇× + ω×ω×) h,
 
 with ω, ω̇, a (classical acceleration of the origin, minus gravity) in the body frame. The wrench
-is moved to the world origin and projected on every supporting dof's motion vector. All samples are
-processed at once with numpy.
+is projected on every supporting dof's motion vector. The torque, gravity, body and mass-matrix
+regressors run the compiled one-pass kernels of :mod:`.newton_euler` sample by sample; the
+momentum regressors process all samples at once with numpy (:mod:`.kinematics`).
 
 Inputs: ``q (N, nq)`` or ``(nq,)``, ``dq``/``ddq`` ``(N, nv)`` or ``(nv,)``; outputs keep the batch
 axis only when the inputs had one. Units: SI (rad, m, s, kg, N·m).
@@ -37,6 +38,7 @@ from sysid_ros.core.model.kinematics import (
     forward_poses,
     motion,
 )
+from sysid_ros.core.model.newton_euler import KernelTree, mass_matrix_columns, term_table, torque_columns
 from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
 from sysid_ros.core.model.spatial import inertia_times, skew
 
@@ -56,17 +58,16 @@ def _topology(model: RobotModel) -> TreeTopology:
 
 
 def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndarray]]:
-    q = np.asarray(q, dtype=float)
-    single = q.ndim == 1
-    q2 = q[None] if single else q
+    """Inputs as 2-D, C-contiguous, writeable float copies (one compiled kernel type for all)."""
+    single = np.ndim(q) == 1
+    q2 = np.array(q, dtype=float, order="C", ndmin=2)
     if q2.ndim != 2 or q2.shape[1] != model.nq:
-        raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {q.shape}")
+        raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {np.shape(q)}")
     out = []
     for name, v in zip(("dq", "ddq")[:len(vs)], vs, strict=True):
-        v = np.asarray(v, dtype=float)
-        v2 = v[None] if v.ndim == 1 else v
+        v2 = np.array(v, dtype=float, order="C", ndmin=2)
         if v2.shape != (q2.shape[0], model.nv):
-            raise DataError(f"expected {name} of shape ({q2.shape[0]}, {model.nv}), got {v.shape}")
+            raise DataError(f"expected {name} of shape ({q2.shape[0]}, {model.nv}), got {np.shape(v)}")
         out.append(v2)
     return single, q2, out
 
@@ -215,17 +216,6 @@ def _joint_terms(model: RobotModel, dq: np.ndarray, ddq: np.ndarray, buf: np.nda
         buf[dofs, base + t_i] = value
 
 
-#: samples per chunk ~ this many elements / number of (dof, body) pairs: keeps arrays in cache
-_CHUNK_ELEMENTS = 32768
-
-
-def _chunks(model: RobotModel, n: int) -> list[slice]:
-    if n <= 256:
-        return [slice(0, n)]
-    step = max(256, _CHUNK_ELEMENTS // max(1, len(_pairs(model, _topology(model), model.param_bodies).dof)))
-    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
-
-
 def _new_buffer(model: RobotModel, n: int, width: int | None = None) -> np.ndarray:
     return np.zeros((model.nv, model.n_params if width is None else width, n))
 
@@ -239,26 +229,54 @@ def _finish(single: bool, y: np.ndarray) -> np.ndarray:
     return y[0] if single else y
 
 
+class _Kernel(NamedTuple):
+    """A model's tree and column tables for the compiled kernels, built once per model."""
+
+    tree: KernelTree
+    body_col: np.ndarray  # (nb,) first column of each identified body, −1 if none
+    terms: np.ndarray  # (T, 3) all joint terms
+    armature: np.ndarray  # (T', 3) the Ia terms only
+    no_gravity: np.ndarray  # (3,) zeros
+
+
+def _kernel(model: RobotModel) -> _Kernel:
+    def build() -> _Kernel:
+        tree = KernelTree.of(model)
+        return _Kernel(tree, tree.body_columns(model.param_bodies), term_table(model, JOINT_FIELDS),
+                       term_table(model, ("Ia",)), np.zeros(3))
+
+    return model.derived("kernel", build)
+
+
+def _torque_columns(model: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *,
+                    gravity: bool = True, bodies: tuple[int, ...] | None = None) -> np.ndarray:
+    """``(N, nv, width)`` regressor of the model's columns, or of ``bodies`` only (no joint terms)."""
+    k = _kernel(model)
+    t = k.tree
+    if bodies is None:
+        body_col, terms, width = k.body_col, k.terms, model.n_params
+    else:
+        body_col, terms, width = t.body_columns(bodies), k.terms[:0], 10 * len(bodies)
+    out = np.zeros((q.shape[0], model.nv, width))
+    torque_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, t.gravity if gravity else k.no_gravity,
+                   body_col, terms, q, dq, ddq, out)
+    return out
+
+
 def torque_regressor(model: RobotModel, q, dq, ddq, *, gravity: bool = True) -> np.ndarray:
     """Inverse-dynamics regressor ``Y (N, nv, p)``: ``τ = Y θ`` (``(nv, p)`` for one sample).
 
-    The batch result is a view of a ``(nv, p, N)`` array (``np.ascontiguousarray`` if needed).
+    One compiled pass per sample (:func:`.newton_euler.torque_columns`); C-contiguous result.
     """
     single, q2, (dq2, ddq2) = _as_batch(model, q, dq, ddq)
-    topo = _topology(model)
-    buf = _new_buffer(model, q2.shape[0])
-    for sl in _chunks(model, q2.shape[0]):
-        mot = motion(model, topo, forward_poses(model, q2[sl]), dq2[sl], ddq2[sl], gravity=gravity)
-        _project(model, mot.poses.S, mot, model.param_bodies, buf, sl)
-        _joint_terms(model, dq2[sl], ddq2[sl], buf[..., sl])
-    return _finish(single, _batch_major(buf))
+    return _finish(single, _torque_columns(model, q2, dq2, ddq2, gravity=gravity))
 
 
 def gravity_regressor(model: RobotModel, q) -> np.ndarray:
     """Gravity-torque regressor ``(N, nv, p)``: ``g(q) = Y_g θ`` (joint-term columns are zero)."""
     single, q2, _ = _as_batch(model, q)
     zero = np.zeros((q2.shape[0], model.nv))
-    y = torque_regressor(model, q2, zero, zero)
+    y = _torque_columns(model, q2, zero, zero)
     y[..., model.n_body_params:] = 0.0
     return _finish(single, y)
 
@@ -278,17 +296,12 @@ def body_regressor(model: RobotModel, body: int | str, q, dq, ddq, *,
         raise DataError(f"body {body!r} is not a moving body: no joint torque depends on it")
     single, q2, (dq2, ddq2) = _as_batch(model, q, dq, ddq)
     theta = model.check_theta(model.nominal if theta is None else theta)
-    mot = motion(model, _topology(model), forward_poses(model, q2), dq2, ddq2)
-    buf_b = _new_buffer(model, q2.shape[0], 10)
-    _project(model, mot.poses.S, mot, (bid,), buf_b)
-    buf = _new_buffer(model, q2.shape[0])
-    _project(model, mot.poses.S, mot, model.param_bodies, buf)
-    _joint_terms(model, dq2, ddq2, buf)
+    y_b = _torque_columns(model, q2, dq2, ddq2, bodies=(bid,))
     theta_rest = theta.copy()
     if bid in model.param_bodies:
         theta_rest[model.body_slice(bid)] = 0.0
-    rest = np.einsum("jpn,p->nj", buf, theta_rest)
-    return _finish(single, _batch_major(buf_b)), _finish(single, rest)
+    rest = _torque_columns(model, q2, dq2, ddq2) @ theta_rest
+    return _finish(single, y_b), _finish(single, rest)
 
 
 def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | None = None
@@ -299,21 +312,14 @@ def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | Non
     With ``bodies`` (MuJoCo ids), only those bodies' 10 columns each (no joint terms).
     """
     single, q2, _ = _as_batch(model, q)
-    topo = _topology(model)
-    poses = forward_poses(model, q2)
-    n = q2.shape[0]
-    zero = np.zeros((n, model.nv))
-    width = model.n_params if bodies is None else 10 * len(bodies)
-    out = np.empty((n, model.nv, model.nv, width))
-    for k in range(model.nv):
-        ek = np.zeros((n, model.nv))
-        ek[:, k] = 1.0
-        mot = motion(model, topo, poses, zero, ek, gravity=False)
-        buf = _new_buffer(model, n, width)
-        _project(model, poses.S, mot, model.param_bodies if bodies is None else bodies, buf)
-        if bodies is None:
-            _joint_terms(model, zero, ek, buf, terms=("Ia",))
-        out[:, :, k, :] = np.moveaxis(buf, -1, 0)
+    k = _kernel(model)
+    t = k.tree
+    if bodies is None:
+        body_col, terms, width = k.body_col, k.armature, model.n_params
+    else:
+        body_col, terms, width = t.body_columns(tuple(bodies)), k.armature[:0], 10 * len(bodies)
+    out = np.zeros((q2.shape[0], model.nv, model.nv, width))
+    mass_matrix_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, body_col, terms, q2, out)
     return _finish(single, out)
 
 
