@@ -35,7 +35,14 @@ import numpy as np
 
 from sysid_ros.core.model.robot import RobotModel
 
-__all__ = ["KernelTree", "compile_kernels", "mass_matrix_columns", "term_table", "torque_columns"]
+__all__ = [
+    "KernelTree",
+    "compile_kernels",
+    "mass_matrix_columns",
+    "momentum_columns",
+    "term_table",
+    "torque_columns",
+]
 
 HINGE, SLIDE, BALL, FREE = 0, 1, 2, 3
 _TYPE_CODE = {"hinge": HINGE, "slide": SLIDE, "ball": BALL, "free": FREE}
@@ -370,8 +377,81 @@ def mass_matrix_columns(tree_bi, tree_bf, tree_ji, tree_jf, body_col, terms, q, 
             unit[k] = 0.0
 
 
+@_jit
+def _velocity_and_s_dot(tree_bi, tree_ji, S, dq, V, Sd, vb) -> None:
+    """Body velocities ``V (nb, 6)`` and each dof's own ``Ṡ`` in ``Sd (nv, 6)``.
+
+    ``Ṡ = V_before × S``; a ball/free joint's rotational dofs are axes fixed in the child body, so
+    they also turn with the joint's own rotation: ``Ṡ_i = (V_before + Σ_k S_k q̇_k) × S_i``
+    (free-joint translations are world-fixed: ``Ṡ = 0``). Projected one dof at a time,
+    ``Ṡᵀ h`` is ``Cᵀ q̇`` (with weights q̇ the extra term is ω × ω = 0, which accelerations use).
+    """
+    for b in range(tree_bi.shape[0]):
+        par = tree_bi[b, 0]
+        for i in range(6):
+            V[b, i] = 0.0 if par < 0 else V[par, i]
+        first = tree_bi[b, 1]
+        for j in range(first, first + tree_bi[b, 2]):
+            typ, d = tree_ji[j, 0], tree_ji[j, 2]
+            start, count = d, 1
+            if typ == FREE:
+                for i in range(3):
+                    for k in range(6):
+                        Sd[d + i, k] = 0.0
+                    V[b, 3 + i] += dq[d + i]
+                start, count = d + 3, 3
+            elif typ == BALL:
+                count = 3
+            for i in range(6):
+                vb[i] = V[b, i]
+            if typ == BALL or typ == FREE:
+                for dd in range(start, start + count):
+                    for i in range(6):
+                        vb[i] += S[dd, i] * dq[dd]
+            for dd in range(start, start + count):
+                u0, u1, u2, t0, t1, t2 = S[dd, 0], S[dd, 1], S[dd, 2], S[dd, 3], S[dd, 4], S[dd, 5]
+                Sd[dd, 0] = vb[1] * u2 - vb[2] * u1
+                Sd[dd, 1] = vb[2] * u0 - vb[0] * u2
+                Sd[dd, 2] = vb[0] * u1 - vb[1] * u0
+                Sd[dd, 3] = vb[1] * t2 - vb[2] * t1 + vb[4] * u2 - vb[5] * u1
+                Sd[dd, 4] = vb[2] * t0 - vb[0] * t2 + vb[5] * u0 - vb[3] * u2
+                Sd[dd, 5] = vb[0] * t1 - vb[1] * t0 + vb[3] * u1 - vb[4] * u0
+                for i in range(6):
+                    V[b, i] += S[dd, i] * dq[dd]
+
+
+@_jit
+def momentum_columns(tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, armature, friction,
+                     q, dq, yp, yc, yg, yf) -> None:
+    """Momentum-equation regressors ``yp, yc, yg, yf (N, nv, width)`` (zeroed by the caller) of
+    ``q (N, nq)``, ``dq (N, nv)``: ``p = M q̇``, ``Cᵀ q̇``, ``g(q)``, friction and offset.
+
+    A body's momentum ``[Ī ω + h × v; m v + ω × h]`` is its wrench regressor with ``ω → 0``,
+    ``ω̇ → ω``, ``a → v``, i.e. :func:`_project` with ``V = 0`` and ``A = V``; projected on ``S``
+    it gives ``p``, on the dofs' own ``Ṡ`` it gives ``Cᵀ q̇``. ``armature``/``friction``: term
+    tables of the Ia and of the Fc/Fv/Fo columns.
+    """
+    nb, nv = tree_bi.shape[0], dq.shape[1]
+    rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    S, Sd = np.empty((nv, 6)), np.empty((nv, 6))
+    V, Z, G = np.empty((nb, 6)), np.zeros((nb, 6)), np.zeros((nb, 6))
+    for b in range(nb):
+        G[b, 3], G[b, 4], G[b, 5] = -gravity[0], -gravity[1], -gravity[2]
+    m, tmp, vb = np.empty((3, 3)), np.empty((3, 3)), np.empty(6)
+    anc = np.empty((tree_ji.shape[0], 3))
+    zero = np.zeros(nv)
+    for n in range(q.shape[0]):
+        _poses(tree_bi, tree_bf, tree_ji, tree_jf, q[n], rot, pos, S, m, tmp, anc)
+        _velocity_and_s_dot(tree_bi, tree_ji, S, dq[n], V, Sd, vb)
+        _project(tree_bi, tree_ji, rot, pos, S, Z, V, body_col, yp[n])
+        _project(tree_bi, tree_ji, rot, pos, Sd, Z, V, body_col, yc[n])
+        _project(tree_bi, tree_ji, rot, pos, S, Z, G, body_col, yg[n])
+        _terms(armature, zero, dq[n], yp[n])
+        _terms(friction, dq[n], zero, yf[n])
+
+
 def compile_kernels() -> None:
-    """Compile (or load from the on-disk cache) both kernels for the argument types the
+    """Compile (or load from the on-disk cache) the kernels for the argument types the
     regressors pass, on a one-hinge tree: a process that calls this first (the test session, a
     node at start-up) does not pay the first compilation (seconds) inside a timed section."""
     body_i = np.array([[-1, 0, 1]], dtype=np.int64)
@@ -384,3 +464,6 @@ def compile_kernels() -> None:
     torque_columns(body_i, body_f, jnt_i, jnt_f, np.zeros(3), body_col, terms, q, q.copy(), q.copy(),
                    np.zeros((1, 1, 11)))
     mass_matrix_columns(body_i, body_f, jnt_i, jnt_f, body_col, terms, q, np.zeros((1, 1, 1, 11)))
+    y = [np.zeros((1, 1, 11)) for _ in range(4)]
+    momentum_columns(body_i, body_f, jnt_i, jnt_f, np.zeros(3), body_col, terms, terms[:0], q, q.copy(),
+                     *y)

@@ -14,9 +14,9 @@ own origin is linear in its 10 parameters,
     n = Ī ω̇ + ω × Ī ω − a × h,   f = m a + (ω̇× + ω×ω×) h,
 
 with ω, ω̇, a (classical acceleration of the origin, minus gravity) in the body frame. The wrench
-is projected on every supporting dof's motion vector. The torque, gravity, body and mass-matrix
-regressors run the compiled one-pass kernels of :mod:`.newton_euler` sample by sample; the
-momentum regressors process all samples at once with numpy (:mod:`.kinematics`).
+is projected on every supporting dof's motion vector. The regressors run the compiled one-pass
+kernels of :mod:`.newton_euler` sample by sample (compiled on first use, cached on disk);
+:func:`world_momentum_regressor` uses the numpy kinematics of :mod:`.kinematics`.
 
 Inputs: ``q (N, nq)`` or ``(nq,)``, ``dq``/``ddq`` ``(N, nv)`` or ``(nv,)``; outputs keep the batch
 axis only when the inputs had one. Units: SI (rad, m, s, kg, N·m).
@@ -24,21 +24,23 @@ axis only when the inputs had one. Units: SI (rad, m, s, kg, N·m).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.kinematics import (
-    Motion,
     TreeTopology,
-    cross3,
-    cross_motion,
     forward_poses,
     motion,
 )
-from sysid_ros.core.model.newton_euler import KernelTree, mass_matrix_columns, term_table, torque_columns
+from sysid_ros.core.model.newton_euler import (
+    KernelTree,
+    mass_matrix_columns,
+    momentum_columns,
+    term_table,
+    torque_columns,
+)
 from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
 from sysid_ros.core.model.spatial import inertia_times, skew
 
@@ -72,159 +74,6 @@ def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndar
     return single, q2, out
 
 
-@dataclass(frozen=True)
-class _Pairs:
-    """(dof, body) pairs where the dof supports the body, for a tuple of bodies."""
-
-    dof: np.ndarray  # (P,) dof index
-    body: np.ndarray  # (P,) body index (MuJoCo id - 1)
-    slot: np.ndarray  # (P,) position of the pair's body in the bodies tuple
-    col: np.ndarray  # (P, 10) column of each pair's 10 values relative to the bodies' block
-
-
-def _pairs(model: RobotModel, topo: TreeTopology, bodies: tuple[int, ...]) -> _Pairs:
-    def build() -> _Pairs:
-        dofs, bods, slots, cols = [], [], [], []
-        for k, b in enumerate(bodies):
-            for d in np.flatnonzero(topo.body_dof_mask[b - 1]):
-                dofs.append(d)
-                bods.append(b - 1)
-                slots.append(k)
-                cols.append(10 * k + np.arange(10))
-        return _Pairs(np.array(dofs, dtype=int), np.array(bods, dtype=int),
-                      np.array(slots, dtype=int), np.array(cols, dtype=int).reshape(-1, 10))
-
-    return model.derived(("pairs", bodies), build)
-
-
-def body_wrench_columns(w: np.ndarray, wd: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Wrench regressor ``(6, 10)`` of one body (rows ``[n; f]`` about its origin, body frame).
-
-    ``w``, ``wd``: angular velocity and acceleration; ``a``: classical acceleration of the origin
-    minus gravity; all ``(3,)`` in the body frame. Spatial Newton–Euler (seed eqs. for G_a):
-
-        n = Ī ω̇ + ω × Ī ω − a × h,   f = m a + (ω̇× + ω×ω×) h.
-
-    With ``w = 0, wd = ω, a = v`` it gives the body's momentum ``[Ī ω + h × v; m v + ω × h]``.
-    """
-    out = np.zeros((6, 10))
-    out[3:, 0] = a
-    out[:3, 1:4] = -skew(a)
-    sw = skew(w)
-    out[3:, 1:4] = skew(wd) + sw @ sw
-    out[:3, 4:10] = inertia_times(wd) + sw @ inertia_times(w)
-    return out
-
-
-# body_wrench_columns is linear in the 12 features [a, ω̇, ω0ω0, ω0ω1, ω0ω2, ω1ω1, ω1ω2, ω2ω2];
-# _FEATURES (60, 12) holds its coefficients, so a whole batch is one matrix product.
-_W_I = np.array([0, 0, 0, 1, 1, 2])
-_W_J = np.array([0, 1, 2, 1, 2, 2])
-
-
-def _feature_matrix() -> np.ndarray:
-    e, z = np.eye(3), np.zeros(3)
-    cols = [body_wrench_columns(z, z, e[i]) for i in range(3)]
-    cols += [body_wrench_columns(z, e[i], z) for i in range(3)]
-    for i, j in zip(_W_I, _W_J, strict=True):
-        if i == j:
-            cols.append(body_wrench_columns(e[i], z, z))
-        else:  # polarisation: the ω_i ω_j coefficient
-            cols.append(body_wrench_columns(e[i] + e[j], z, z) - body_wrench_columns(e[i], z, z)
-                        - body_wrench_columns(e[j], z, z))
-    return np.stack([c.ravel() for c in cols], axis=1)
-
-
-_FEATURES = _feature_matrix()
-
-#: below this many samples, contractions use einsum (fewer calls); above, broadcast products
-_SMALL = 64
-
-
-def _rotate_t(rot: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``out[p, k, c] = Σ_i rot[p, i, k] x[p, i, c]`` for ``rot (P, 3, 3, N)``, ``x (P, 3, C, N)``."""
-    if x.shape[-1] < _SMALL:
-        return np.einsum("pikn,picn->pkcn", rot, x)
-    return (rot[:, 0, :, None] * x[:, 0, None] + rot[:, 1, :, None] * x[:, 1, None]
-            + rot[:, 2, :, None] * x[:, 2, None])
-
-
-def _contract(s: np.ndarray, wrench: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    """``out[p, c] = Σ_k s[p, k] wrench[slot[p], k, c]``; ``s (P, 6, N)``, ``wrench (B, 6, 10, N)``."""
-    if s.shape[-1] < _SMALL:
-        return np.einsum("pkn,pkcn->pcn", s, wrench[slot])
-    out = np.empty((s.shape[0], 10, s.shape[-1]))
-    for b in range(wrench.shape[0]):  # per body: no copy of its wrench per pair
-        rows = np.flatnonzero(slot == b)
-        acc = s[rows, 0, None] * wrench[b, 0]
-        for k in range(1, 6):
-            acc += s[rows, k, None] * wrench[b, k]
-        out[rows] = acc
-    return out
-
-
-def _project(model: RobotModel, vecs: np.ndarray, mot: Motion, bodies: tuple[int, ...],
-             buf: np.ndarray, sl: slice = slice(None), *, momentum: bool = False) -> None:
-    """Write joint-space columns of the bodies' wrenches (or momenta) into a buffer.
-
-    ``buf (nv, width, N_total)`` receives body ``k``'s 10 columns at ``10k`` for the samples
-    ``sl`` (the ``N`` samples of ``vecs (nv, 6, N)`` and ``mot``). For a dof with motion vector
-    ``s = (u, t)`` (world, about the origin) and a body it supports, the torque is
-    ``s_bᵀ W_b θ_b`` with ``s_b`` the same motion at the body origin in body axes and ``W_b`` the
-    body's :func:`body_wrench_columns`. With ``momentum=True`` the body momentum replaces the
-    wrench; projecting it on ``S_dot`` then gives ``Cᵀq̇``.
-    """
-    pairs = _pairs(model, _topology(model), bodies)
-    n = vecs.shape[-1]
-    sel = vecs[pairs.dof]
-    u = sel[:, :3]
-    t = sel[:, 3:] + cross3(u, mot.poses.pos[pairs.body])
-    s = _rotate_t(mot.poses.rot[pairs.body], np.stack((u, t), axis=2))  # (P, 3, 2, N)
-    s = s.transpose(0, 2, 1, 3).reshape(-1, 6, n)  # [u_b; t_b]
-    w, wd, v, a = mot.classical
-    idx = np.asarray(bodies) - 1
-    if momentum:
-        feats = np.concatenate((v[idx], w[idx]), axis=1)  # (B, 6, N)
-        wrench = np.matmul(_FEATURES[:, :6], feats)
-    else:
-        wb = w[idx]
-        feats = np.concatenate((a[idx], wd[idx], wb[:, _W_I] * wb[:, _W_J]), axis=1)
-        wrench = np.matmul(_FEATURES, feats)
-    cols = _contract(s, wrench.reshape(len(bodies), 6, 10, n), pairs.slot)
-    rows = (pairs.dof[:, None] * buf.shape[1] + pairs.col).reshape(-1)
-    buf.reshape(-1, buf.shape[-1])[rows, sl] = cols.reshape(-1, n)
-
-
-def _joint_terms(model: RobotModel, dq: np.ndarray, ddq: np.ndarray, buf: np.ndarray, *,
-                 terms: tuple[str, ...] = JOINT_FIELDS) -> None:
-    """Write the joint-term columns (only ``terms``) into ``buf (nv, p, N)`` at their columns."""
-    if not model.term_joints:
-        return
-    dofs = model.term_dofs
-    base = model.term_columns
-    for t_i, term in enumerate(model.joint_terms):
-        if term not in terms:
-            continue
-        if term == "Fc":
-            value = np.sign(dq[:, dofs].T)
-        elif term == "Fv":
-            value = dq[:, dofs].T
-        elif term == "Fo":
-            value = 1.0
-        else:
-            value = ddq[:, dofs].T
-        buf[dofs, base + t_i] = value
-
-
-def _new_buffer(model: RobotModel, n: int, width: int | None = None) -> np.ndarray:
-    return np.zeros((model.nv, model.n_params if width is None else width, n))
-
-
-def _batch_major(buf: np.ndarray) -> np.ndarray:
-    """``(nv, p, N)`` buffer as an ``(N, nv, p)`` regressor (a view, not a copy)."""
-    return buf.transpose(2, 0, 1)
-
-
 def _finish(single: bool, y: np.ndarray) -> np.ndarray:
     return y[0] if single else y
 
@@ -236,6 +85,7 @@ class _Kernel(NamedTuple):
     body_col: np.ndarray  # (nb,) first column of each identified body, −1 if none
     terms: np.ndarray  # (T, 3) all joint terms
     armature: np.ndarray  # (T', 3) the Ia terms only
+    friction: np.ndarray  # (T'', 3) the Fc, Fv, Fo terms
     no_gravity: np.ndarray  # (3,) zeros
 
 
@@ -243,7 +93,7 @@ def _kernel(model: RobotModel) -> _Kernel:
     def build() -> _Kernel:
         tree = KernelTree.of(model)
         return _Kernel(tree, tree.body_columns(model.param_bodies), term_table(model, JOINT_FIELDS),
-                       term_table(model, ("Ia",)), np.zeros(3))
+                       term_table(model, ("Ia",)), term_table(model, ("Fc", "Fv", "Fo")), np.zeros(3))
 
     return model.derived("kernel", build)
 
@@ -341,26 +191,6 @@ class MomentumRegressors(NamedTuple):
     Yf: np.ndarray
 
 
-def _true_s_dot(topo: TreeTopology, s: np.ndarray, s_dot: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """Time derivatives ``(nv, 6, N)`` of the individual motion vectors.
-
-    ``Motion.S_dot`` is MuJoCo's ``cdof_dot`` (velocity before the joint × S), which is all an
-    acceleration needs. The rotational dofs of a ball/free joint are axes fixed in the child body,
-    so each one also turns with its own joint's rotation: ``Ṡ_i = (V_before + ω_joint) × S_i``.
-    (Summed with weights q̇ that extra term is ω × ω = 0, which is why accelerations do not see
-    it, but ``Cᵀq̇ = Ṡᵀh`` projects each dof separately.)
-    """
-    rot = np.flatnonzero(topo.dof_type == 2)
-    if rot.size == 0:
-        return s_dot
-    out = s_dot.copy()
-    for joint in np.unique(topo.dof_joint[rot]):
-        dofs = rot[topo.dof_joint[rot] == joint]
-        own = np.einsum("dkn,nd->kn", s[dofs], dq[:, dofs])  # (6, N) the joint's own rotation
-        out[dofs] += cross_motion(np.broadcast_to(own, s[dofs].shape), s[dofs])
-    return out
-
-
 def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | None = None
                         ) -> MomentumRegressors:
     """The four regressors of :class:`MomentumRegressors` at ``q (N, nq)``, ``dq (N, nv)``.
@@ -369,22 +199,17 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     then zero): the momentum equation of a payload on a known arm.
     """
     single, q2, (dq2,) = _as_batch(model, q, dq)
-    topo = _topology(model)
-    n = q2.shape[0]
-    zero = np.zeros((n, model.nv))
-    poses = forward_poses(model, q2)
-    mot = motion(model, topo, poses, dq2, zero, gravity=False)
-    which = model.param_bodies if bodies is None else bodies
-    width = None if bodies is None else 10 * len(bodies)
-    yp, yc, yg, yf = (_new_buffer(model, n, width) for _ in range(4))
-    _project(model, poses.S, mot, which, yp, momentum=True)
-    _project(model, _true_s_dot(topo, poses.S, mot.S_dot, dq2), mot, which, yc, momentum=True)
-    g_mot = motion(model, topo, poses, zero, zero, gravity=True)
-    _project(model, poses.S, g_mot, which, yg)
+    k = _kernel(model)
+    t = k.tree
     if bodies is None:
-        _joint_terms(model, zero, dq2, yp, terms=("Ia",))
-        _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo"))
-    return MomentumRegressors(*(_finish(single, _batch_major(y)) for y in (yp, yc, yg, yf)))
+        body_col, armature, friction, width = k.body_col, k.armature, k.friction, model.n_params
+    else:
+        body_col, armature, friction = t.body_columns(tuple(bodies)), k.armature[:0], k.friction[:0]
+        width = 10 * len(bodies)
+    ys = [np.zeros((q2.shape[0], model.nv, width)) for _ in range(4)]
+    momentum_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, t.gravity, body_col, armature, friction,
+                     q2, dq2, *ys)
+    return MomentumRegressors(*(_finish(single, y) for y in ys))
 
 
 def world_momentum_regressor(model: RobotModel, body: int | str, q, dq) -> np.ndarray:
