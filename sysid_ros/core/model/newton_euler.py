@@ -29,6 +29,7 @@ Units: SI.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -36,17 +37,18 @@ import numpy as np
 from sysid_ros.core.model.robot import RobotModel
 
 __all__ = [
+    "KernelPlan",
     "KernelTree",
     "compile_kernels",
     "mass_matrix_columns",
     "momentum_columns",
+    "plan",
     "term_table",
     "torque_columns",
 ]
 
 HINGE, SLIDE, BALL, FREE = 0, 1, 2, 3
 _TYPE_CODE = {"hinge": HINGE, "slide": SLIDE, "ball": BALL, "free": FREE}
-_DOFS = np.array([1, 1, 3, 6])  # dofs per joint type code
 #: joint-term codes in the kernels' term table
 TERM_CODE = {"Fc": 0, "Fv": 1, "Fo": 2, "Ia": 3}
 
@@ -86,6 +88,29 @@ def term_table(model: RobotModel, terms: tuple[str, ...]) -> np.ndarray:
     rows = [(d, c + t_i, TERM_CODE[t]) for d, c in zip(model.term_dofs, model.term_columns, strict=True)
             for t_i, t in enumerate(model.joint_terms) if t in terms]
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
+
+
+class KernelPlan(NamedTuple):
+    """A tree and its column plan packed into two arrays: a kernel's call overhead grows with its
+    number of arguments, and a single-sample call is mostly overhead.
+
+    ``ints`` = ``[nb, nj, T, body_i (nb·3), jnt_i (nj·3), terms (T·3), body_col (nb)]``;
+    ``floats`` = ``[body_f (nb·12), jnt_f (nj·7), gravity (3)]`` (see :class:`KernelTree`).
+    """
+
+    ints: np.ndarray
+    floats: np.ndarray
+
+
+def plan(tree: KernelTree, body_col: np.ndarray, terms: np.ndarray, *, gravity: bool = True
+         ) -> KernelPlan:
+    """Pack ``tree``, the body columns ``body_col (nb,)`` and the term table ``terms (T, 3)``."""
+    head = np.array([len(tree.body_i), len(tree.jnt_i), len(terms)], dtype=np.int64)
+    ints = np.concatenate((head, tree.body_i.ravel(), tree.jnt_i.ravel(),
+                           np.asarray(terms, dtype=np.int64).ravel(), body_col)).astype(np.int64)
+    g = tree.gravity if gravity else np.zeros(3)
+    floats = np.concatenate((tree.body_f.ravel(), tree.jnt_f.ravel(), g)).astype(float)
+    return KernelPlan(ints, floats)
 
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
@@ -333,10 +358,29 @@ def _terms(terms, dq, ddq, out) -> None:
 
 
 @_jit
-def torque_columns(tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, terms, q, dq, ddq,
-                   out) -> None:
+def _unpack(ints, floats):
+    """The arrays of a :class:`KernelPlan` (views)."""
+    nb, nj, nt = ints[0], ints[1], ints[2]
+    o = 3
+    body_i = ints[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    jnt_i = ints[o:o + 3 * nj].reshape((nj, 3))
+    o += 3 * nj
+    terms = ints[o:o + 3 * nt].reshape((nt, 3))
+    o += 3 * nt
+    body_col = ints[o:o + nb]
+    body_f = floats[:12 * nb].reshape((nb, 12))
+    jnt_f = floats[12 * nb:12 * nb + 7 * nj].reshape((nj, 7))
+    gravity = floats[12 * nb + 7 * nj:12 * nb + 7 * nj + 3]
+    return body_i, body_f, jnt_i, jnt_f, gravity, body_col, terms
+
+
+@_jit
+def torque_columns(ints, floats, q, dq, ddq, out) -> None:
     """Inverse-dynamics regressor ``out (N, nv, width)`` (zeroed by the caller) of ``q (N, nq)``,
-    ``dq``, ``ddq (N, nv)``; ``gravity (3,)`` is the base's ``−acceleration`` (zero to omit)."""
+    ``dq``, ``ddq (N, nv)`` for the :class:`KernelPlan` ``(ints, floats)`` (its gravity is the
+    base's ``−acceleration``)."""
+    tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, terms = _unpack(ints, floats)
     nb, nv = tree_bi.shape[0], dq.shape[1]
     rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
     S = np.empty((nv, 6))
@@ -352,9 +396,10 @@ def torque_columns(tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, terms,
 
 
 @_jit
-def mass_matrix_columns(tree_bi, tree_bf, tree_ji, tree_jf, body_col, terms, q, out) -> None:
+def mass_matrix_columns(ints, floats, q, out) -> None:
     """Mass-matrix regressor ``out (N, nv, nv, width)`` (zeroed by the caller): column ``k`` of
-    ``M(q)`` is the torque of unit ``q̈_k`` at rest without gravity (``terms``: armature rows)."""
+    ``M(q)`` is the torque of unit ``q̈_k`` at rest without gravity (the plan's terms: armature)."""
+    tree_bi, tree_bf, tree_ji, tree_jf, _, body_col, terms = _unpack(ints, floats)
     nb, nv = tree_bi.shape[0], out.shape[1]
     rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
     S = np.empty((nv, 6))
@@ -421,16 +466,16 @@ def _velocity_and_s_dot(tree_bi, tree_ji, S, dq, V, Sd, vb) -> None:
 
 
 @_jit
-def momentum_columns(tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, armature, friction,
-                     q, dq, yp, yc, yg, yf) -> None:
+def momentum_columns(ints, floats, friction, q, dq, yp, yc, yg, yf) -> None:
     """Momentum-equation regressors ``yp, yc, yg, yf (N, nv, width)`` (zeroed by the caller) of
     ``q (N, nq)``, ``dq (N, nv)``: ``p = M q̇``, ``Cᵀ q̇``, ``g(q)``, friction and offset.
 
     A body's momentum ``[Ī ω + h × v; m v + ω × h]`` is its wrench regressor with ``ω → 0``,
     ``ω̇ → ω``, ``a → v``, i.e. :func:`_project` with ``V = 0`` and ``A = V``; projected on ``S``
-    it gives ``p``, on the dofs' own ``Ṡ`` it gives ``Cᵀ q̇``. ``armature``/``friction``: term
-    tables of the Ia and of the Fc/Fv/Fo columns.
+    it gives ``p``, on the dofs' own ``Ṡ`` it gives ``Cᵀ q̇``. The plan's terms are the Ia
+    columns, ``friction (T, 3)`` the Fc/Fv/Fo columns.
     """
+    tree_bi, tree_bf, tree_ji, tree_jf, gravity, body_col, armature = _unpack(ints, floats)
     nb, nv = tree_bi.shape[0], dq.shape[1]
     rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
     S, Sd = np.empty((nv, 6)), np.empty((nv, 6))
@@ -454,16 +499,13 @@ def compile_kernels() -> None:
     """Compile (or load from the on-disk cache) the kernels for the argument types the
     regressors pass, on a one-hinge tree: a process that calls this first (the test session, a
     node at start-up) does not pay the first compilation (seconds) inside a timed section."""
-    body_i = np.array([[-1, 0, 1]], dtype=np.int64)
-    body_f = np.array([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]])
-    jnt_i = np.array([[HINGE, 0, 0]], dtype=np.int64)
-    jnt_f = np.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]])
-    body_col = np.zeros(1, dtype=np.int64)
+    tree = KernelTree(np.array([[-1, 0, 1]], dtype=np.int64),
+                      np.array([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]]),
+                      np.array([[HINGE, 0, 0]], dtype=np.int64),
+                      np.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]), np.array([0.0, 0.0, -9.81]))
     terms = np.array([[0, 10, TERM_CODE["Ia"]]], dtype=np.int64)
+    p = plan(tree, tree.body_columns((1,)), terms)
     q = np.zeros((1, 1))
-    torque_columns(body_i, body_f, jnt_i, jnt_f, np.zeros(3), body_col, terms, q, q.copy(), q.copy(),
-                   np.zeros((1, 1, 11)))
-    mass_matrix_columns(body_i, body_f, jnt_i, jnt_f, body_col, terms, q, np.zeros((1, 1, 1, 11)))
-    y = [np.zeros((1, 1, 11)) for _ in range(4)]
-    momentum_columns(body_i, body_f, jnt_i, jnt_f, np.zeros(3), body_col, terms, terms[:0], q, q.copy(),
-                     *y)
+    torque_columns(*p, q, q.copy(), q.copy(), np.zeros((1, 1, 11)))
+    mass_matrix_columns(*p, q, np.zeros((1, 1, 1, 11)))
+    momentum_columns(*p, terms[:0], q, q.copy(), *(np.zeros((1, 1, 11)) for _ in range(4)))

@@ -35,9 +35,11 @@ from sysid_ros.core.model.kinematics import (
     motion,
 )
 from sysid_ros.core.model.newton_euler import (
+    KernelPlan,
     KernelTree,
     mass_matrix_columns,
     momentum_columns,
+    plan,
     term_table,
     torque_columns,
 )
@@ -65,12 +67,11 @@ def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndar
     q2 = np.array(q, dtype=float, order="C", ndmin=2)
     if q2.ndim != 2 or q2.shape[1] != model.nq:
         raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {np.shape(q)}")
-    out = []
-    for name, v in zip(("dq", "ddq")[:len(vs)], vs, strict=True):
-        v2 = np.array(v, dtype=float, order="C", ndmin=2)
-        if v2.shape != (q2.shape[0], model.nv):
-            raise DataError(f"expected {name} of shape ({q2.shape[0]}, {model.nv}), got {np.shape(v)}")
-        out.append(v2)
+    out = [np.array(v, dtype=float, order="C", ndmin=2) for v in vs]
+    expected = (q2.shape[0], model.nv)
+    for name, v, v2 in zip(("dq", "ddq"), vs, out, strict=False):  # vs: (dq,) or (dq, ddq)
+        if v2.shape != expected:
+            raise DataError(f"expected {name} of shape {expected}, got {np.shape(v)}")
     return single, q2, out
 
 
@@ -78,38 +79,27 @@ def _finish(single: bool, y: np.ndarray) -> np.ndarray:
     return y[0] if single else y
 
 
-class _Kernel(NamedTuple):
-    """A model's tree and column tables for the compiled kernels, built once per model."""
-
-    tree: KernelTree
-    body_col: np.ndarray  # (nb,) first column of each identified body, −1 if none
-    terms: np.ndarray  # (T, 3) all joint terms
-    armature: np.ndarray  # (T', 3) the Ia terms only
-    friction: np.ndarray  # (T'', 3) the Fc, Fv, Fo terms
-    no_gravity: np.ndarray  # (3,) zeros
-
-
-def _kernel(model: RobotModel) -> _Kernel:
-    def build() -> _Kernel:
+def _plan(model: RobotModel, bodies: tuple[int, ...] | None = None,
+          terms: tuple[str, ...] = JOINT_FIELDS, gravity: bool = True) -> KernelPlan:
+    """The kernels' packed tree for the model's columns (``bodies=None``: every identified body
+    and the joint ``terms``) or for ``bodies`` only (10 columns each, no joint terms); built once."""
+    def build() -> KernelPlan:
         tree = KernelTree.of(model)
-        return _Kernel(tree, tree.body_columns(model.param_bodies), term_table(model, JOINT_FIELDS),
-                       term_table(model, ("Ia",)), term_table(model, ("Fc", "Fv", "Fo")), np.zeros(3))
+        if bodies is None:
+            return plan(tree, tree.body_columns(model.param_bodies), term_table(model, terms),
+                        gravity=gravity)
+        return plan(tree, tree.body_columns(bodies), term_table(model, ()), gravity=gravity)
 
-    return model.derived("kernel", build)
+    return model.derived(("kernel_plan", bodies, terms, gravity), build)
 
 
 def _torque_columns(model: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *,
                     gravity: bool = True, bodies: tuple[int, ...] | None = None) -> np.ndarray:
     """``(N, nv, width)`` regressor of the model's columns, or of ``bodies`` only (no joint terms)."""
-    k = _kernel(model)
-    t = k.tree
-    if bodies is None:
-        body_col, terms, width = k.body_col, k.terms, model.n_params
-    else:
-        body_col, terms, width = t.body_columns(bodies), k.terms[:0], 10 * len(bodies)
+    width = model.n_params if bodies is None else 10 * len(bodies)
     out = np.zeros((q.shape[0], model.nv, width))
-    torque_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, t.gravity if gravity else k.no_gravity,
-                   body_col, terms, q, dq, ddq, out)
+    ints, floats = _plan(model, bodies, gravity=gravity)
+    torque_columns(ints, floats, q, dq, ddq, out)
     return out
 
 
@@ -162,14 +152,11 @@ def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | Non
     With ``bodies`` (MuJoCo ids), only those bodies' 10 columns each (no joint terms).
     """
     single, q2, _ = _as_batch(model, q)
-    k = _kernel(model)
-    t = k.tree
-    if bodies is None:
-        body_col, terms, width = k.body_col, k.armature, model.n_params
-    else:
-        body_col, terms, width = t.body_columns(tuple(bodies)), k.armature[:0], 10 * len(bodies)
+    if bodies is not None:
+        bodies = tuple(bodies)
+    width = model.n_params if bodies is None else 10 * len(bodies)
     out = np.zeros((q2.shape[0], model.nv, model.nv, width))
-    mass_matrix_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, body_col, terms, q2, out)
+    mass_matrix_columns(*_plan(model, bodies, ("Ia",), gravity=False), q2, out)
     return _finish(single, out)
 
 
@@ -199,16 +186,13 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     then zero): the momentum equation of a payload on a known arm.
     """
     single, q2, (dq2,) = _as_batch(model, q, dq)
-    k = _kernel(model)
-    t = k.tree
-    if bodies is None:
-        body_col, armature, friction, width = k.body_col, k.armature, k.friction, model.n_params
-    else:
-        body_col, armature, friction = t.body_columns(tuple(bodies)), k.armature[:0], k.friction[:0]
-        width = 10 * len(bodies)
+    if bodies is not None:
+        bodies = tuple(bodies)
+    width = model.n_params if bodies is None else 10 * len(bodies)
+    friction = model.derived(("friction_terms", bodies is None), lambda: term_table(
+        model, ("Fc", "Fv", "Fo") if bodies is None else ()))
     ys = [np.zeros((q2.shape[0], model.nv, width)) for _ in range(4)]
-    momentum_columns(t.body_i, t.body_f, t.jnt_i, t.jnt_f, t.gravity, body_col, armature, friction,
-                     q2, dq2, *ys)
+    momentum_columns(*_plan(model, bodies, ("Ia",), gravity=True), friction, q2, dq2, *ys)
     return MomentumRegressors(*(_finish(single, y) for y in ys))
 
 
