@@ -6,7 +6,9 @@ Rows: the single-sample regressor (one call per sample, what the online node and
 loop pay) and the batched regressor (N = 10 000 in one call), each per sample. mj_inverse and
 Pinocchio are called per sample from Python the same way (set the state, call, copy the result).
 Targets: single <= 2x mj_inverse; batched <= 1x mj_inverse. Medians over repeats (default 5),
-spread as min..max; the load average is printed because other processes share the machine.
+spread as min..max; the load average is printed because other processes share the machine, and
+the CPU time of this thread beside the wall time (on a loaded machine the wall time also counts
+the time the process waited for a core).
 Pinocchio (`pin`, in requirements-test.txt) is skipped with a note when it is not installed.
 """
 
@@ -28,13 +30,14 @@ sys.path.insert(0, str(ROOT))
 from sysid_ros.core import RobotModel, random_states, torque_regressor  # noqa: E402
 
 
-def _times(fn, repeat: int) -> list[float]:
+def _times(fn, repeat: int) -> list[tuple[float, float]]:
+    """``(wall, thread CPU)`` seconds of ``repeat`` calls after one warm-up call."""
     fn()  # warm-up: compiled kernels loaded, caches, first touch of memory
     out = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.thread_time()
         fn()
-        out.append(time.perf_counter() - start)
+        out.append((time.perf_counter() - wall, time.thread_time() - cpu))
     return out
 
 
@@ -83,26 +86,27 @@ def main() -> int:
     pin_loop = _pinocchio_loop(args.model, q[:n1], dq[:n1], ddq[:n1])
     load = os.getloadavg()[0]
     # interleave the measurements so that a change of load hits all of them alike
-    runs: dict[str, list[float]] = {"single": [], "batched": [], "inverse": [], "pin": []}
+    runs: dict[str, list[tuple[float, float]]] = {"single": [], "batched": [], "inverse": [], "pin": []}
     for _ in range(args.repeat):
-        runs["inverse"] += [t / n1 for t in _times(inverse_loop, 1)]
-        runs["single"] += [t / n1 for t in _times(single_loop, 1)]
-        runs["batched"] += [t / n for t in _times(lambda: torque_regressor(model, q, dq, ddq), 1)]
+        runs["inverse"] += [(w / n1, c / n1) for w, c in _times(inverse_loop, 1)]
+        runs["single"] += [(w / n1, c / n1) for w, c in _times(single_loop, 1)]
+        runs["batched"] += [(w / n, c / n) for w, c in _times(lambda: torque_regressor(model, q, dq, ddq), 1)]
         if pin_loop is not None:
-            runs["pin"] += [t / n1 for t in _times(pin_loop, 1)]
-    med = {k: statistics.median(v) * 1e6 for k, v in runs.items() if v}
+            runs["pin"] += [(w / n1, c / n1) for w, c in _times(pin_loop, 1)]
+    wall = {k: statistics.median(w for w, _ in v) * 1e6 for k, v in runs.items() if v}
+    cpu = {k: statistics.median(c for _, c in v) * 1e6 for k, v in runs.items() if v}
 
     print(f"model {Path(args.model).name}: nv={model.nv}, p={model.n_params} parameters; "
           f"load average {load:.1f} on {os.cpu_count()} cores; median of {args.repeat}")
-    print(f"{'per sample':<44} {'median':>9} {'min..max':>19} {'/ mj_inverse':>13}")
+    print(f"{'per sample':<40} {'wall':>9} {'min..max':>17} {'/ mj_inv':>8} {'CPU':>9} {'/ mj_inv':>8}")
 
     def row(label: str, key: str, target: str = "") -> None:
-        if key not in med:
-            print(f"{label:<44} {'(pin not installed)':>9}")
+        if key not in wall:
+            print(f"{label:<40} (pin not installed)")
             return
-        lo, hi = min(runs[key]) * 1e6, max(runs[key]) * 1e6
-        print(f"{label:<44} {med[key]:7.2f} us {lo:8.2f}..{hi:<8.2f} {med[key] / med['inverse']:8.2f}"
-              f"  {target}")
+        lo, hi = (f(w for w, _ in runs[key]) * 1e6 for f in (min, max))
+        print(f"{label:<40} {wall[key]:6.2f} us {lo:7.2f}..{hi:<7.2f} {wall[key] / wall['inverse']:8.2f} "
+              f"{cpu[key]:6.2f} us {cpu[key] / cpu['inverse']:8.2f}  {target}")
 
     row("mj_inverse (Python loop)", "inverse")
     row("Pinocchio computeJointTorqueRegressor", "pin")
