@@ -21,6 +21,14 @@ ROBOT_FILES = sorted(TEST_ROBOTS.glob("*.xml"))
 _domains = itertools.count(1 + (os.getpid() % 50) * 2)
 
 
+def pytest_sessionstart(session) -> None:
+    """Compile the regressor kernels (or load them from numba's disk cache) once, before any
+    test: the first compilation takes seconds and must not land inside a bounded wait."""
+    from sysid_ros.core.model.newton_euler import compile_kernels
+
+    compile_kernels()
+
+
 @pytest.fixture
 def ros_domain_id() -> int:
     """A DDS domain id of this test alone (use it for every context the test creates)."""

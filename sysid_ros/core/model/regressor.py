@@ -14,8 +14,9 @@ own origin is linear in its 10 parameters,
     n = Ī ω̇ + ω × Ī ω − a × h,   f = m a + (ω̇× + ω×ω×) h,
 
 with ω, ω̇, a (classical acceleration of the origin, minus gravity) in the body frame. The wrench
-is moved to the world origin and projected on every supporting dof's motion vector. All samples are
-processed at once with numpy.
+is projected on every supporting dof's motion vector. The regressors run the compiled one-pass
+kernels of :mod:`.newton_euler` sample by sample (compiled on first use, cached on disk);
+:func:`world_momentum_regressor` uses the numpy kinematics of :mod:`.kinematics`.
 
 Inputs: ``q (N, nq)`` or ``(nq,)``, ``dq``/``ddq`` ``(N, nv)`` or ``(nv,)``; outputs keep the batch
 axis only when the inputs had one. Units: SI (rad, m, s, kg, N·m).
@@ -23,19 +24,24 @@ axis only when the inputs had one. Units: SI (rad, m, s, kg, N·m).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.kinematics import (
-    Motion,
     TreeTopology,
-    cross3,
-    cross_motion,
     forward_poses,
     motion,
+)
+from sysid_ros.core.model.newton_euler import (
+    KernelPlan,
+    KernelTree,
+    mass_matrix_columns,
+    momentum_columns,
+    plan,
+    term_table,
+    torque_columns,
 )
 from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
 from sysid_ros.core.model.spatial import inertia_times, skew
@@ -56,165 +62,17 @@ def _topology(model: RobotModel) -> TreeTopology:
 
 
 def _as_batch(model: RobotModel, q, *vs) -> tuple[bool, np.ndarray, list[np.ndarray]]:
-    q = np.asarray(q, dtype=float)
-    single = q.ndim == 1
-    q2 = q[None] if single else q
+    """Inputs as 2-D, C-contiguous, writeable float copies (one compiled kernel type for all)."""
+    single = np.ndim(q) == 1
+    q2 = np.array(q, dtype=float, order="C", ndmin=2)
     if q2.ndim != 2 or q2.shape[1] != model.nq:
-        raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {q.shape}")
-    out = []
-    for name, v in zip(("dq", "ddq")[:len(vs)], vs, strict=True):
-        v = np.asarray(v, dtype=float)
-        v2 = v[None] if v.ndim == 1 else v
-        if v2.shape != (q2.shape[0], model.nv):
-            raise DataError(f"expected {name} of shape ({q2.shape[0]}, {model.nv}), got {v.shape}")
-        out.append(v2)
+        raise DataError(f"expected q of shape (N, {model.nq}) or ({model.nq},), got {np.shape(q)}")
+    out = [np.array(v, dtype=float, order="C", ndmin=2) for v in vs]
+    expected = (q2.shape[0], model.nv)
+    for name, v, v2 in zip(("dq", "ddq"), vs, out, strict=False):  # vs: (dq,) or (dq, ddq)
+        if v2.shape != expected:
+            raise DataError(f"expected {name} of shape {expected}, got {np.shape(v)}")
     return single, q2, out
-
-
-@dataclass(frozen=True)
-class _Pairs:
-    """(dof, body) pairs where the dof supports the body, for a tuple of bodies."""
-
-    dof: np.ndarray  # (P,) dof index
-    body: np.ndarray  # (P,) body index (MuJoCo id - 1)
-    slot: np.ndarray  # (P,) position of the pair's body in the bodies tuple
-    col: np.ndarray  # (P, 10) column of each pair's 10 values relative to the bodies' block
-
-
-def _pairs(model: RobotModel, topo: TreeTopology, bodies: tuple[int, ...]) -> _Pairs:
-    def build() -> _Pairs:
-        dofs, bods, slots, cols = [], [], [], []
-        for k, b in enumerate(bodies):
-            for d in np.flatnonzero(topo.body_dof_mask[b - 1]):
-                dofs.append(d)
-                bods.append(b - 1)
-                slots.append(k)
-                cols.append(10 * k + np.arange(10))
-        return _Pairs(np.array(dofs, dtype=int), np.array(bods, dtype=int),
-                      np.array(slots, dtype=int), np.array(cols, dtype=int).reshape(-1, 10))
-
-    return model.derived(("pairs", bodies), build)
-
-
-def body_wrench_columns(w: np.ndarray, wd: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Wrench regressor ``(6, 10)`` of one body (rows ``[n; f]`` about its origin, body frame).
-
-    ``w``, ``wd``: angular velocity and acceleration; ``a``: classical acceleration of the origin
-    minus gravity; all ``(3,)`` in the body frame. Spatial Newton–Euler (seed eqs. for G_a):
-
-        n = Ī ω̇ + ω × Ī ω − a × h,   f = m a + (ω̇× + ω×ω×) h.
-
-    With ``w = 0, wd = ω, a = v`` it gives the body's momentum ``[Ī ω + h × v; m v + ω × h]``.
-    """
-    out = np.zeros((6, 10))
-    out[3:, 0] = a
-    out[:3, 1:4] = -skew(a)
-    sw = skew(w)
-    out[3:, 1:4] = skew(wd) + sw @ sw
-    out[:3, 4:10] = inertia_times(wd) + sw @ inertia_times(w)
-    return out
-
-
-# body_wrench_columns is linear in the 12 features [a, ω̇, ω0ω0, ω0ω1, ω0ω2, ω1ω1, ω1ω2, ω2ω2];
-# _FEATURES (60, 12) holds its coefficients, so a whole batch is one matrix product.
-_W_I = np.array([0, 0, 0, 1, 1, 2])
-_W_J = np.array([0, 1, 2, 1, 2, 2])
-
-
-def _feature_matrix() -> np.ndarray:
-    e, z = np.eye(3), np.zeros(3)
-    cols = [body_wrench_columns(z, z, e[i]) for i in range(3)]
-    cols += [body_wrench_columns(z, e[i], z) for i in range(3)]
-    for i, j in zip(_W_I, _W_J, strict=True):
-        if i == j:
-            cols.append(body_wrench_columns(e[i], z, z))
-        else:  # polarisation: the ω_i ω_j coefficient
-            cols.append(body_wrench_columns(e[i] + e[j], z, z) - body_wrench_columns(e[i], z, z)
-                        - body_wrench_columns(e[j], z, z))
-    return np.stack([c.ravel() for c in cols], axis=1)
-
-
-_FEATURES = _feature_matrix()
-
-#: below this many samples, contractions use einsum (fewer calls); above, broadcast products
-_SMALL = 64
-
-
-def _rotate_t(rot: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``out[p, k, c] = Σ_i rot[p, i, k] x[p, i, c]`` for ``rot (P, 3, 3, N)``, ``x (P, 3, C, N)``."""
-    if x.shape[-1] < _SMALL:
-        return np.einsum("pikn,picn->pkcn", rot, x)
-    return (rot[:, 0, :, None] * x[:, 0, None] + rot[:, 1, :, None] * x[:, 1, None]
-            + rot[:, 2, :, None] * x[:, 2, None])
-
-
-def _contract(s: np.ndarray, wrench: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    """``out[p, c] = Σ_k s[p, k] wrench[slot[p], k, c]``; ``s (P, 6, N)``, ``wrench (B, 6, 10, N)``."""
-    if s.shape[-1] < _SMALL:
-        return np.einsum("pkn,pkcn->pcn", s, wrench[slot])
-    out = np.empty((s.shape[0], 10, s.shape[-1]))
-    for b in range(wrench.shape[0]):  # per body: no copy of its wrench per pair
-        rows = np.flatnonzero(slot == b)
-        acc = s[rows, 0, None] * wrench[b, 0]
-        for k in range(1, 6):
-            acc += s[rows, k, None] * wrench[b, k]
-        out[rows] = acc
-    return out
-
-
-def _project(model: RobotModel, vecs: np.ndarray, mot: Motion, bodies: tuple[int, ...],
-             buf: np.ndarray, sl: slice = slice(None), *, momentum: bool = False) -> None:
-    """Write joint-space columns of the bodies' wrenches (or momenta) into a buffer.
-
-    ``buf (nv, width, N_total)`` receives body ``k``'s 10 columns at ``10k`` for the samples
-    ``sl`` (the ``N`` samples of ``vecs (nv, 6, N)`` and ``mot``). For a dof with motion vector
-    ``s = (u, t)`` (world, about the origin) and a body it supports, the torque is
-    ``s_bᵀ W_b θ_b`` with ``s_b`` the same motion at the body origin in body axes and ``W_b`` the
-    body's :func:`body_wrench_columns`. With ``momentum=True`` the body momentum replaces the
-    wrench; projecting it on ``S_dot`` then gives ``Cᵀq̇``.
-    """
-    pairs = _pairs(model, _topology(model), bodies)
-    n = vecs.shape[-1]
-    sel = vecs[pairs.dof]
-    u = sel[:, :3]
-    t = sel[:, 3:] + cross3(u, mot.poses.pos[pairs.body])
-    s = _rotate_t(mot.poses.rot[pairs.body], np.stack((u, t), axis=2))  # (P, 3, 2, N)
-    s = s.transpose(0, 2, 1, 3).reshape(-1, 6, n)  # [u_b; t_b]
-    w, wd, v, a = mot.classical
-    idx = np.asarray(bodies) - 1
-    if momentum:
-        feats = np.concatenate((v[idx], w[idx]), axis=1)  # (B, 6, N)
-        wrench = np.matmul(_FEATURES[:, :6], feats)
-    else:
-        wb = w[idx]
-        feats = np.concatenate((a[idx], wd[idx], wb[:, _W_I] * wb[:, _W_J]), axis=1)
-        wrench = np.matmul(_FEATURES, feats)
-    cols = _contract(s, wrench.reshape(len(bodies), 6, 10, n), pairs.slot)
-    rows = (pairs.dof[:, None] * buf.shape[1] + pairs.col).reshape(-1)
-    buf.reshape(-1, buf.shape[-1])[rows, sl] = cols.reshape(-1, n)
-
-
-def _joint_terms(model: RobotModel, dq: np.ndarray, ddq: np.ndarray, buf: np.ndarray, *,
-                 terms: tuple[str, ...] = JOINT_FIELDS) -> None:
-    """Write the joint-term columns (only ``terms``) into ``buf (nv, p, N)`` at their columns."""
-    if not model.term_joints:
-        return
-    dofs = model.term_dofs
-    base = model.term_columns
-    for t_i, term in enumerate(model.joint_terms):
-        if term not in terms:
-            continue
-        if term == "Fc":
-            value = np.sign(dq[:, dofs].T)
-        elif term == "Fv":
-            value = dq[:, dofs].T
-        elif term == "Fo":
-            value = 1.0
-        elif term == "Fs":
-            value = stribeck_column(dq[:, dofs].T, model.stribeck_velocity)
-        else:
-            value = ddq[:, dofs].T
-        buf[dofs, base + t_i] = value
 
 
 def stribeck_column(dq: np.ndarray, velocity: float) -> np.ndarray:
@@ -223,50 +81,60 @@ def stribeck_column(dq: np.ndarray, velocity: float) -> np.ndarray:
     return np.exp(-np.abs(dq) / velocity) * np.sign(dq)
 
 
-#: samples per chunk ~ this many elements / number of (dof, body) pairs: keeps arrays in cache
-_CHUNK_ELEMENTS = 32768
-
-
-def _chunks(model: RobotModel, n: int) -> list[slice]:
-    if n <= 256:
-        return [slice(0, n)]
-    step = max(256, _CHUNK_ELEMENTS // max(1, len(_pairs(model, _topology(model), model.param_bodies).dof)))
-    return [slice(s, min(s + step, n)) for s in range(0, n, step)]
-
-
-def _new_buffer(model: RobotModel, n: int, width: int | None = None) -> np.ndarray:
-    return np.zeros((model.nv, model.n_params if width is None else width, n))
-
-
-def _batch_major(buf: np.ndarray) -> np.ndarray:
-    """``(nv, p, N)`` buffer as an ``(N, nv, p)`` regressor (a view, not a copy)."""
-    return buf.transpose(2, 0, 1)
+def _stribeck_columns(model: RobotModel, dq: np.ndarray, out: np.ndarray) -> None:
+    """Write the ``Fs`` columns of ``out (N, nv, p)`` (the compiled kernel writes the other joint
+    terms; the Stribeck term depends on the model's q̇s, outside its term table)."""
+    if "Fs" not in model.joint_terms or not model.term_joints:
+        return
+    dofs = np.asarray(model.term_dofs)
+    cols = np.asarray(model.term_columns) + model.joint_terms.index("Fs")
+    out[:, dofs, cols] = stribeck_column(dq[:, dofs], model.stribeck_velocity)
 
 
 def _finish(single: bool, y: np.ndarray) -> np.ndarray:
     return y[0] if single else y
 
 
+def _plan(model: RobotModel, bodies: tuple[int, ...] | None = None,
+          terms: tuple[str, ...] = JOINT_FIELDS, gravity: bool = True) -> KernelPlan:
+    """The kernels' packed tree for the model's columns (``bodies=None``: every identified body
+    and the joint ``terms``) or for ``bodies`` only (10 columns each, no joint terms); built once."""
+    def build() -> KernelPlan:
+        tree = KernelTree.of(model)
+        if bodies is None:
+            return plan(tree, tree.body_columns(model.param_bodies), term_table(model, terms),
+                        gravity=gravity)
+        return plan(tree, tree.body_columns(bodies), term_table(model, ()), gravity=gravity)
+
+    return model.derived(("kernel_plan", bodies, terms, gravity), build)
+
+
+def _torque_columns(model: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *,
+                    gravity: bool = True, bodies: tuple[int, ...] | None = None) -> np.ndarray:
+    """``(N, nv, width)`` regressor of the model's columns, or of ``bodies`` only (no joint terms)."""
+    width = model.n_params if bodies is None else 10 * len(bodies)
+    out = np.zeros((q.shape[0], model.nv, width))
+    ints, floats = _plan(model, bodies, gravity=gravity)
+    torque_columns(ints, floats, q, dq, ddq, out)
+    if bodies is None:
+        _stribeck_columns(model, dq, out)
+    return out
+
+
 def torque_regressor(model: RobotModel, q, dq, ddq, *, gravity: bool = True) -> np.ndarray:
     """Inverse-dynamics regressor ``Y (N, nv, p)``: ``τ = Y θ`` (``(nv, p)`` for one sample).
 
-    The batch result is a view of a ``(nv, p, N)`` array (``np.ascontiguousarray`` if needed).
+    One compiled pass per sample (:func:`.newton_euler.torque_columns`); C-contiguous result.
     """
     single, q2, (dq2, ddq2) = _as_batch(model, q, dq, ddq)
-    topo = _topology(model)
-    buf = _new_buffer(model, q2.shape[0])
-    for sl in _chunks(model, q2.shape[0]):
-        mot = motion(model, topo, forward_poses(model, q2[sl]), dq2[sl], ddq2[sl], gravity=gravity)
-        _project(model, mot.poses.S, mot, model.param_bodies, buf, sl)
-        _joint_terms(model, dq2[sl], ddq2[sl], buf[..., sl])
-    return _finish(single, _batch_major(buf))
+    return _finish(single, _torque_columns(model, q2, dq2, ddq2, gravity=gravity))
 
 
 def gravity_regressor(model: RobotModel, q) -> np.ndarray:
     """Gravity-torque regressor ``(N, nv, p)``: ``g(q) = Y_g θ`` (joint-term columns are zero)."""
     single, q2, _ = _as_batch(model, q)
     zero = np.zeros((q2.shape[0], model.nv))
-    y = torque_regressor(model, q2, zero, zero)
+    y = _torque_columns(model, q2, zero, zero)
     y[..., model.n_body_params:] = 0.0
     return _finish(single, y)
 
@@ -286,17 +154,12 @@ def body_regressor(model: RobotModel, body: int | str, q, dq, ddq, *,
         raise DataError(f"body {body!r} is not a moving body: no joint torque depends on it")
     single, q2, (dq2, ddq2) = _as_batch(model, q, dq, ddq)
     theta = model.check_theta(model.nominal if theta is None else theta)
-    mot = motion(model, _topology(model), forward_poses(model, q2), dq2, ddq2)
-    buf_b = _new_buffer(model, q2.shape[0], 10)
-    _project(model, mot.poses.S, mot, (bid,), buf_b)
-    buf = _new_buffer(model, q2.shape[0])
-    _project(model, mot.poses.S, mot, model.param_bodies, buf)
-    _joint_terms(model, dq2, ddq2, buf)
+    y_b = _torque_columns(model, q2, dq2, ddq2, bodies=(bid,))
     theta_rest = theta.copy()
     if bid in model.param_bodies:
         theta_rest[model.body_slice(bid)] = 0.0
-    rest = np.einsum("jpn,p->nj", buf, theta_rest)
-    return _finish(single, _batch_major(buf_b)), _finish(single, rest)
+    rest = _torque_columns(model, q2, dq2, ddq2) @ theta_rest
+    return _finish(single, y_b), _finish(single, rest)
 
 
 def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | None = None
@@ -307,21 +170,11 @@ def mass_matrix_regressor(model: RobotModel, q, *, bodies: tuple[int, ...] | Non
     With ``bodies`` (MuJoCo ids), only those bodies' 10 columns each (no joint terms).
     """
     single, q2, _ = _as_batch(model, q)
-    topo = _topology(model)
-    poses = forward_poses(model, q2)
-    n = q2.shape[0]
-    zero = np.zeros((n, model.nv))
+    if bodies is not None:
+        bodies = tuple(bodies)
     width = model.n_params if bodies is None else 10 * len(bodies)
-    out = np.empty((n, model.nv, model.nv, width))
-    for k in range(model.nv):
-        ek = np.zeros((n, model.nv))
-        ek[:, k] = 1.0
-        mot = motion(model, topo, poses, zero, ek, gravity=False)
-        buf = _new_buffer(model, n, width)
-        _project(model, poses.S, mot, model.param_bodies if bodies is None else bodies, buf)
-        if bodies is None:
-            _joint_terms(model, zero, ek, buf, terms=("Ia",))
-        out[:, :, k, :] = np.moveaxis(buf, -1, 0)
+    out = np.zeros((q2.shape[0], model.nv, model.nv, width))
+    mass_matrix_columns(*_plan(model, bodies, ("Ia",), gravity=False), q2, out)
     return _finish(single, out)
 
 
@@ -343,26 +196,6 @@ class MomentumRegressors(NamedTuple):
     Yf: np.ndarray
 
 
-def _true_s_dot(topo: TreeTopology, s: np.ndarray, s_dot: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """Time derivatives ``(nv, 6, N)`` of the individual motion vectors.
-
-    ``Motion.S_dot`` is MuJoCo's ``cdof_dot`` (velocity before the joint × S), which is all an
-    acceleration needs. The rotational dofs of a ball/free joint are axes fixed in the child body,
-    so each one also turns with its own joint's rotation: ``Ṡ_i = (V_before + ω_joint) × S_i``.
-    (Summed with weights q̇ that extra term is ω × ω = 0, which is why accelerations do not see
-    it, but ``Cᵀq̇ = Ṡᵀh`` projects each dof separately.)
-    """
-    rot = np.flatnonzero(topo.dof_type == 2)
-    if rot.size == 0:
-        return s_dot
-    out = s_dot.copy()
-    for joint in np.unique(topo.dof_joint[rot]):
-        dofs = rot[topo.dof_joint[rot] == joint]
-        own = np.einsum("dkn,nd->kn", s[dofs], dq[:, dofs])  # (6, N) the joint's own rotation
-        out[dofs] += cross_motion(np.broadcast_to(own, s[dofs].shape), s[dofs])
-    return out
-
-
 def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | None = None
                         ) -> MomentumRegressors:
     """The four regressors of :class:`MomentumRegressors` at ``q (N, nq)``, ``dq (N, nv)``.
@@ -371,22 +204,16 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     then zero): the momentum equation of a payload on a known arm.
     """
     single, q2, (dq2,) = _as_batch(model, q, dq)
-    topo = _topology(model)
-    n = q2.shape[0]
-    zero = np.zeros((n, model.nv))
-    poses = forward_poses(model, q2)
-    mot = motion(model, topo, poses, dq2, zero, gravity=False)
-    which = model.param_bodies if bodies is None else bodies
-    width = None if bodies is None else 10 * len(bodies)
-    yp, yc, yg, yf = (_new_buffer(model, n, width) for _ in range(4))
-    _project(model, poses.S, mot, which, yp, momentum=True)
-    _project(model, _true_s_dot(topo, poses.S, mot.S_dot, dq2), mot, which, yc, momentum=True)
-    g_mot = motion(model, topo, poses, zero, zero, gravity=True)
-    _project(model, poses.S, g_mot, which, yg)
+    if bodies is not None:
+        bodies = tuple(bodies)
+    width = model.n_params if bodies is None else 10 * len(bodies)
+    friction = model.derived(("friction_terms", bodies is None), lambda: term_table(
+        model, ("Fc", "Fv", "Fo") if bodies is None else ()))
+    ys = [np.zeros((q2.shape[0], model.nv, width)) for _ in range(4)]
+    momentum_columns(*_plan(model, bodies, ("Ia",), gravity=True), friction, q2, dq2, *ys)
     if bodies is None:
-        _joint_terms(model, zero, dq2, yp, terms=("Ia",))
-        _joint_terms(model, dq2, zero, yf, terms=("Fc", "Fv", "Fo", "Fs"))
-    return MomentumRegressors(*(_finish(single, _batch_major(y)) for y in (yp, yc, yg, yf)))
+        _stribeck_columns(model, dq2, ys[3])
+    return MomentumRegressors(*(_finish(single, y) for y in ys))
 
 
 def world_momentum_regressor(model: RobotModel, body: int | str, q, dq) -> np.ndarray:
