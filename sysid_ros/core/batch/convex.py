@@ -16,6 +16,7 @@ good solutions without biasing any base parameter.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
@@ -174,14 +175,15 @@ class ConvexProgram:
         return cp.sum(cp.hstack(terms))
 
     def solve(self, objective: cp.Expression, extra: list[cp.Constraint] | None = None, *,
-              precise: bool = False) -> ConvexSolution:
-        """Solve with Clarabel (SCS as fall-back). ``precise`` tightens Clarabel's tolerances for
-        objectives that are squared residuals (whose optimum may be ~1e-12 on clean data)."""
+              precise: bool = False, solvers: tuple[str, ...] | None = None) -> ConvexSolution:
+        """Solve with Clarabel (SCS as fall-back; ``solvers``: only these, if installed).
+        ``precise`` tightens Clarabel's tolerances for objectives that are squared residuals
+        (whose optimum may be ~1e-12 on clean data)."""
         problem = self._problem(objective, extra or [])
         start = time.perf_counter()
         last_error: Exception | None = None
         inaccurate = None  # (theta, multipliers, solver, value) of an "optimal_inaccurate" answer
-        for solver in _solvers():
+        for solver in [s for s in _solvers() if solvers is None or s in solvers]:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -288,6 +290,7 @@ _PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas":
                          "tol_ktratio": 1e-9, "max_iter": 300}}
 
 
+@functools.cache
 def _solvers() -> list[str]:
     installed = cp.installed_solvers()
     return [s for s in ("CLARABEL", "SCS") if s in installed]
@@ -325,20 +328,69 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
     ``w (m, p)``, ``rhs (m,)``: regression rows (already weighted); ``regularizer`` one of
     ``None``, ``"logdet"``, ``"pullback"``.
     """
-    r, c = compress(*_normalised(w, rhs))
-    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
     if regularizer not in (None, "logdet", "pullback"):
         raise IdentificationError(f"unknown regulariser {regularizer!r}")
     if regularizer is None or weight <= 0:
-        # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
-        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
-        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
-        return prog.solve(cp.norm(r @ prog.theta - c, 2)
-                          + rho * (TIE_BREAK * prog.tie_break(r)
-                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))))
+        return LeastSquaresProgram(target, consistent=consistent).solve(w, rhs)
+    r, c = compress(*_normalised(w, rhs))
+    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
     norms = np.linalg.norm(r, axis=0)
     reg = prog.logdet_divergence(norms) if regularizer == "logdet" else prog.pullback(norms)
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
+
+
+class LeastSquaresProgram:
+    """min ‖W θ − rhs‖/‖rhs‖ + ρ·(TIE_BREAK·tie-break + PRIOR_WEIGHT·prior pull) subject to
+    consistency (:func:`least_squares_program` without regulariser), built on its first
+    :meth:`solve` with the data as cvxpy Parameters: later solves on new rows with the same
+    number of columns (the iterations of PC-IDIM-IV) skip cvxpy's compilation. The column scale
+    of the solver's variable is the first rows'. ρ is the relative residual of the unconstrained
+    fit; the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals.
+    """
+
+    def __init__(self, target: Target, *, consistent: bool = True):
+        self.target = target
+        self.consistent = consistent
+        self.program: ConvexProgram | None = None
+
+    def _build(self, scale: np.ndarray) -> None:
+        p = self.target.n_params
+        prog = ConvexProgram(self.target, consistent=self.consistent, scale=scale)
+        self.rows_p = cp.Parameter((p, p), name="rows")
+        self.rhs_p = cp.Parameter(p, name="rhs")
+        self.tie_p = cp.Parameter((p, p), name="tie_break_basis")  # √(ρ·TIE_BREAK)·N, zero-padded
+        self.pull_p = cp.Parameter(p, nonneg=True, name="prior_pull_weights")
+        offset = prog.theta_scaled - self.target.prior / scale
+        self.objective = (cp.norm(self.rows_p @ prog.theta - self.rhs_p, 2)
+                          + cp.sum_squares(self.tie_p.T @ offset)
+                          + cp.sum_squares(cp.multiply(self.pull_p, offset)))
+        self.program = prog
+
+    def solve(self, w: np.ndarray, rhs: np.ndarray) -> ConvexSolution:
+        """The program on regression rows ``w (m, p)`` (already weighted) and ``rhs (m,)``."""
+        r, c = compress(*_normalised(w, rhs))
+        if self.program is None:
+            self._build(column_scale(r))
+        prog = self.program
+        assert prog is not None
+        p = self.target.n_params
+        rows = np.zeros((p, p))
+        rows[:r.shape[0]] = r
+        rhs_c = np.zeros(p)
+        rhs_c[:r.shape[0]] = c
+        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
+        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
+        null = scipy.linalg.null_space(r * prog.scale, rcond=RANK_TOLERANCE)  # see tie_break
+        tie = np.zeros((p, p))
+        tie[:, :null.shape[1]] = np.sqrt(rho * TIE_BREAK) * null
+        if self.target.plausibility is None:  # see prior_pull
+            pull = np.zeros(p)
+        else:
+            norms = np.linalg.norm(r, axis=0)
+            norms = np.maximum(norms, 1e-3 * max(float(norms.max(initial=0.0)), 1e-300))
+            pull = np.sqrt(rho * PRIOR_WEIGHT) * norms * prog.scale
+        self.rows_p.value, self.rhs_p.value, self.tie_p.value, self.pull_p.value = rows, rhs_c, tie, pull
+        return prog.solve(self.objective)
 
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
@@ -390,6 +442,9 @@ NEWTON_TOL = 1e-7
 #: fraction (the accuracy of the subproblems' solutions)
 NEWTON_FLOOR = 1e-6
 NEWTON_MAX_STEPS = 40
+#: [SI] constraint violation accepted of a step's "optimal_inaccurate" answer (well inside the
+#: consistency margin)
+FEASIBILITY_TOLERANCE = 1e-9
 
 
 class _DualMetricData:
@@ -493,7 +548,9 @@ def _proximal_newton(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expre
         centre_p.value = root_p.value @ beta_t
         offset_p.value = (value - grad @ beta_t) / scale
         inv_scale.value = 1.0 / scale
-        sol = prog.solve(objective)
+        sol = prog.solve(objective, solvers=("CLARABEL",))
+        if sol.status != cp.OPTIMAL and not prog.feasible(sol.theta, FEASIBILITY_TOLERANCE):
+            raise _NewtonError(f"a step's conic program ended {sol.status} outside the constraints")
         d_beta = data.matrix @ (sol.theta - theta_t)
         model_change = grad @ d_beta + float(np.sum((root @ d_beta) ** 2)) + h(sol.theta) - h_t
         sol = replace(sol, multipliers={k: v * scale for k, v in sol.multipliers.items()})
@@ -533,7 +590,7 @@ def _proximal_newton(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expre
         raise _NewtonError(f"no convergence in {NEWTON_MAX_STEPS} steps (relative model decrease "
                              f"{decrease:.2e})")
     objective_value = data.value(data.matrix @ theta) + h(theta)
-    return replace(sol, theta=theta, objective=objective_value, iterations=iteration,
+    return replace(sol, theta=theta, status=cp.OPTIMAL, objective=objective_value, iterations=iteration,
                    solve_time=time.perf_counter() - start, active=prog._active(theta))
 
 
