@@ -328,69 +328,20 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
     ``w (m, p)``, ``rhs (m,)``: regression rows (already weighted); ``regularizer`` one of
     ``None``, ``"logdet"``, ``"pullback"``.
     """
+    r, c = compress(*_normalised(w, rhs))
+    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
     if regularizer not in (None, "logdet", "pullback"):
         raise IdentificationError(f"unknown regulariser {regularizer!r}")
     if regularizer is None or weight <= 0:
-        return LeastSquaresProgram(target, consistent=consistent).solve(w, rhs)
-    r, c = compress(*_normalised(w, rhs))
-    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
+        # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
+        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
+        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
+        return prog.solve(cp.norm(r @ prog.theta - c, 2)
+                          + rho * (TIE_BREAK * prog.tie_break(r)
+                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))))
     norms = np.linalg.norm(r, axis=0)
     reg = prog.logdet_divergence(norms) if regularizer == "logdet" else prog.pullback(norms)
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
-
-
-class LeastSquaresProgram:
-    """min ‖W θ − rhs‖/‖rhs‖ + ρ·(TIE_BREAK·tie-break + PRIOR_WEIGHT·prior pull) subject to
-    consistency (:func:`least_squares_program` without regulariser), built on its first
-    :meth:`solve` with the data as cvxpy Parameters: later solves on new rows with the same
-    number of columns (the iterations of PC-IDIM-IV) skip cvxpy's compilation. The column scale
-    of the solver's variable is the first rows'. ρ is the relative residual of the unconstrained
-    fit; the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals.
-    """
-
-    def __init__(self, target: Target, *, consistent: bool = True):
-        self.target = target
-        self.consistent = consistent
-        self.program: ConvexProgram | None = None
-
-    def _build(self, scale: np.ndarray) -> None:
-        p = self.target.n_params
-        prog = ConvexProgram(self.target, consistent=self.consistent, scale=scale)
-        self.rows_p = cp.Parameter((p, p), name="rows")
-        self.rhs_p = cp.Parameter(p, name="rhs")
-        self.tie_p = cp.Parameter((p, p), name="tie_break_basis")  # √(ρ·TIE_BREAK)·N, zero-padded
-        self.pull_p = cp.Parameter(p, nonneg=True, name="prior_pull_weights")
-        offset = prog.theta_scaled - self.target.prior / scale
-        self.objective = (cp.norm(self.rows_p @ prog.theta - self.rhs_p, 2)
-                          + cp.sum_squares(self.tie_p.T @ offset)
-                          + cp.sum_squares(cp.multiply(self.pull_p, offset)))
-        self.program = prog
-
-    def solve(self, w: np.ndarray, rhs: np.ndarray) -> ConvexSolution:
-        """The program on regression rows ``w (m, p)`` (already weighted) and ``rhs (m,)``."""
-        r, c = compress(*_normalised(w, rhs))
-        if self.program is None:
-            self._build(column_scale(r))
-        prog = self.program
-        assert prog is not None
-        p = self.target.n_params
-        rows = np.zeros((p, p))
-        rows[:r.shape[0]] = r
-        rhs_c = np.zeros(p)
-        rhs_c[:r.shape[0]] = c
-        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
-        rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
-        null = scipy.linalg.null_space(r * prog.scale, rcond=RANK_TOLERANCE)  # see tie_break
-        tie = np.zeros((p, p))
-        tie[:, :null.shape[1]] = np.sqrt(rho * TIE_BREAK) * null
-        if self.target.plausibility is None:  # see prior_pull
-            pull = np.zeros(p)
-        else:
-            norms = np.linalg.norm(r, axis=0)
-            norms = np.maximum(norms, 1e-3 * max(float(norms.max(initial=0.0)), 1e-300))
-            pull = np.sqrt(rho * PRIOR_WEIGHT) * norms * prog.scale
-        self.rows_p.value, self.rhs_p.value, self.tie_p.value, self.pull_p.value = rows, rhs_c, tie, pull
-        return prog.solve(self.objective)
 
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,

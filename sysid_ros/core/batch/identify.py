@@ -21,7 +21,6 @@ import numpy as np
 
 from sysid_ros.core.batch.convex import (
     ConvexSolution,
-    LeastSquaresProgram,
     compress,
     dual_metric_program,
     least_squares_program,
@@ -524,12 +523,11 @@ def _iv_method(constrained: bool) -> Callable:
         beta_prev = base.of(theta)
         history = []
         step = None
-        program = LeastSquaresProgram(target) if constrained else None  # compiled once
         for it in range(1, options.iv_max_iter + 1):
             z = _instruments(prep, theta)
             zb, _, _ = regression_rows(z, prep.y, prep.mask)
             step = iv_step(xb, zb, rhs, target=target if constrained else None,
-                           b_matrix=base.matrix if constrained else None, program=program)
+                           b_matrix=base.matrix if constrained else None)
             done, change = converged(step.beta, beta_prev, options.iv_tol)
             history.append(change)
             say(f"{name} iteration {it}: relative change {change:.3e}, IV gradient "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from sysid_ros.core.batch.convex import ConvexSolution, LeastSquaresProgram
+from sysid_ros.core.batch.convex import ConvexSolution, least_squares_program
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
 
@@ -35,11 +35,10 @@ class IVStep:
 
 
 def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | None = None,
-            b_matrix: np.ndarray | None = None, program: LeastSquaresProgram | None = None) -> IVStep:
+            b_matrix: np.ndarray | None = None) -> IVStep:
     """One IDIM-IV (``target`` None) or PC-IDIM-IV step on base columns ``x``, ``z`` ``(r, n_b)``.
 
-    For PC-IDIM-IV, ``b_matrix (n_b, p)`` maps standard to base parameters; ``program`` (of
-    ``target``) is reused across the iterations when given.
+    For PC-IDIM-IV, ``b_matrix (n_b, p)`` maps standard to base parameters.
     """
     scale = np.linalg.norm(x, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
@@ -58,8 +57,7 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
     else:
         assert b_matrix is not None
         # ½‖P_Z(y − XBθ)‖² = ½‖Q_Zᵀ(y − XBθ)‖² + const
-        program = program or LeastSquaresProgram(target)
-        solution = program.solve(qz.T @ (x @ b_matrix), qz.T @ y)
+        solution = least_squares_program(target, qz.T @ (x @ b_matrix), qz.T @ y)
         theta = solution.theta
         beta = b_matrix @ theta
     grad = np.linalg.norm(zs.T @ (y - x @ beta)) / max(np.linalg.norm(zs.T @ y), 1e-300)
