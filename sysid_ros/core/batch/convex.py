@@ -456,10 +456,11 @@ class _DualMetricData:
             raise _NewtonError("a mass matrix is not positive definite") from exc
         u = np.linalg.solve(m, r[..., None])[..., 0]
         value = float(np.mean(np.einsum("ki,ki->k", r, u)))
-        dm_u = np.einsum("kijb,kj->kib", self.ymb, u)
-        grad = (2.0 * np.einsum("ki,kib->b", u, self.yb) - np.einsum("ki,kib->b", u, dm_u)) / self.k
-        p = np.linalg.solve(chol, self.yb - dm_u)  # L_k⁻¹ G_k
-        half_hessian = np.einsum("kib,kic->bc", p, p) / self.k
+        rank = self.yb.shape[-1]
+        dm_u = np.matmul(u[:, None, None, :], self.ymb)[:, :, 0, :]  # (∂M_k/∂β) u_k  (K, n, r)
+        grad = u.reshape(-1) @ (2.0 * self.yb - dm_u).reshape(-1, rank) / self.k
+        p = np.linalg.solve(chol, self.yb - dm_u).reshape(-1, rank)  # L_k⁻¹ G_k, stacked
+        half_hessian = p.T @ p / self.k
         lam, vec = np.linalg.eigh(half_hessian)
         return value, grad, np.sqrt(np.maximum(lam, 0.0))[:, None] * vec.T
 
