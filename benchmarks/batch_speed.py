@@ -56,7 +56,7 @@ def main() -> int:
         result = run_method(prep, options)
         t_solve = time.perf_counter() - t0
         note = (f"{result.solver.iterations} iterations" if method == "pc_iv"
-                else f"{result.diagnostics.extra.get('samples')} LMIs of size {len(ds.joint_names) + 1}")
+                else f"{result.diagnostics.extra.get('samples')} samples")
         print(f"{method + ': filter, regressor, decimate':<44} {t_prep:9.2f}")
         print(f"{method + ': solve (' + note + ')':<44} {t_solve:9.2f}")
         print(f"{method + ': TOTAL':<44} {t_prep + t_solve:9.2f}   "
