@@ -7,7 +7,8 @@ seed eqs. 17–19) and ``Fc, Fv, Ia ≥ 0`` per joint. Objectives (dual-metric s
 * ``energy``       Σ_k (q̇_kᵀ (Y_k θ − τ_k))²                       (eq. 9)
 * ``wls_logdet``   Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b D(J(φ_b)‖J(φ_b⁰))  (eqs. 5, 8; Bregman)
 * ``wls_pullback`` Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b ‖J₀^{-½}(J − J₀)J₀^{-½}‖_F²  (constant pullback)
-* ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33)
+* ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33), i.e.
+  Σ_k r_kᵀ M_k⁻¹ r_k, minimised by proximal Newton on θ (:func:`dual_metric_program`)
 
 Standard parameters are not all identifiable; a small pull toward the prior along the null space
 of the base-parameter map (directions that change no base parameter) selects one of the equally
