@@ -7,7 +7,8 @@ seed eqs. 17–19) and ``Fc, Fv, Ia ≥ 0`` per joint. Objectives (dual-metric s
 * ``energy``       Σ_k (q̇_kᵀ (Y_k θ − τ_k))²                       (eq. 9)
 * ``wls_logdet``   Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b D(J(φ_b)‖J(φ_b⁰))  (eqs. 5, 8; Bregman)
 * ``wls_pullback`` Σ_j ‖(X_j θ − y_j)/σ_j‖² + λ Σ_b ‖J₀^{-½}(J − J₀)J₀^{-½}‖_F²  (constant pullback)
-* ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33)
+* ``dual_metric``  Σ_k s_k  s.t. [[M_k(θ), r_k(θ)], [r_kᵀ, s_k]] ⪰ 0  (eqs. 28, 31–33), i.e.
+  Σ_k r_kᵀ M_k⁻¹ r_k, minimised by proximal Newton on θ (:func:`dual_metric_program`)
 
 Standard parameters are not all identifiable; a small pull toward the prior along the null space
 of the base-parameter map (directions that change no base parameter) selects one of the equally
@@ -16,10 +17,11 @@ good solutions without biasing any base parameter.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cvxpy as cp
 import numpy as np
@@ -44,6 +46,10 @@ TIE_BREAK = 1e-6
 #: prior when σ ≪ it (on the vendor-style test log, 1 left distal masses at their bounds, 100
 #: brought them within 1.7× of the truth for +0.05 % torque error)
 PRIOR_WEIGHT = 100.0
+#: multipliers below this are zero: the programs' objectives are normalised (~1 at θ = 0 or at the
+#: prior), so this is below the solvers' tolerances (~1e-8); an exact optimum on noise-free data
+#: may touch the consistency margin of a barely excited body with a multiplier ~1e-14
+MULTIPLIER_FLOOR = 1e-10
 
 
 @dataclass
@@ -57,11 +63,13 @@ class ConvexSolution:
     objective: float
     multipliers: dict[str, float] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
+    iterations: int | None = None  # outer iterations of an iterative method (proximal Newton)
 
     def binding(self) -> list[str]:
         """Constraints at their boundary with a non-zero multiplier: the data pull the estimate
-        out of the feasible set there (the constraint is shaping the result)."""
-        return [k for k in self.active if self.multipliers.get(k, 0.0) > 0.0]
+        out of the feasible set there (the constraint is shaping the result). Multipliers below
+        :data:`MULTIPLIER_FLOOR` count as zero."""
+        return [k for k in self.active if self.multipliers.get(k, 0.0) > MULTIPLIER_FLOOR]
 
 
 class ConvexProgram:
@@ -76,6 +84,7 @@ class ConvexProgram:
         self.theta = cp.multiply(self.scale, self.theta_scaled)
         self.constraints: list[cp.Constraint] = []
         self.labels: list[str] = []
+        self._problems: dict[tuple, tuple] = {}
         if consistent:
             e16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
             for label, sl in target.body_blocks:
@@ -169,14 +178,15 @@ class ConvexProgram:
         return cp.sum(cp.hstack(terms))
 
     def solve(self, objective: cp.Expression, extra: list[cp.Constraint] | None = None, *,
-              precise: bool = False) -> ConvexSolution:
-        """Solve with Clarabel (SCS as fall-back). ``precise`` tightens Clarabel's tolerances for
-        objectives that are squared residuals (whose optimum may be ~1e-12 on clean data)."""
-        problem = cp.Problem(cp.Minimize(objective), self.constraints + (extra or []))
+              precise: bool = False, solvers: tuple[str, ...] | None = None) -> ConvexSolution:
+        """Solve with Clarabel (SCS as fall-back; ``solvers``: only these, if installed).
+        ``precise`` tightens Clarabel's tolerances for objectives that are squared residuals
+        (whose optimum may be ~1e-12 on clean data)."""
+        problem = self._problem(objective, extra or [])
         start = time.perf_counter()
         last_error: Exception | None = None
         inaccurate = None  # (theta, multipliers, solver, value) of an "optimal_inaccurate" answer
-        for solver in _solvers():
+        for solver in [s for s in _solvers() if solvers is None or s in solvers]:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -203,6 +213,20 @@ class ConvexProgram:
             theta, mult, solver, value = inaccurate
         return ConvexSolution(theta, status, solver, time.perf_counter() - start, value, mult,
                               self._active(theta))
+
+    def feasible(self, theta: np.ndarray, tol: float = 0.0) -> bool:
+        """Whether ``theta (p,)`` satisfies every constraint (to ``tol``)."""
+        self.theta_scaled.value = np.asarray(theta, dtype=float) / self.scale
+        return all(float(np.max(c.violation())) <= tol for c in self.constraints)
+
+    def _problem(self, objective: cp.Expression, extra: list[cp.Constraint]) -> cp.Problem:
+        """The problem of ``objective`` and ``extra`` constraints, built once: solving it again
+        with new values of its cvxpy Parameters skips cvxpy's compilation."""
+        key = (id(objective), *map(id, extra))
+        if key not in self._problems:  # the expressions are kept: their ids stay theirs
+            problem = cp.Problem(cp.Minimize(objective), self.constraints + extra)
+            self._problems[key] = (objective, extra, problem)
+        return self._problems[key][2]
 
     def _solution(self) -> np.ndarray:
         return self.scale * np.array(self.theta_scaled.value, dtype=float)
@@ -269,6 +293,7 @@ _PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas":
                          "tol_ktratio": 1e-9, "max_iter": 300}}
 
 
+@functools.cache
 def _solvers() -> list[str]:
     installed = cp.installed_solvers()
     return [s for s in ("CLARABEL", "SCS") if s in installed]
@@ -325,52 +350,234 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
                         m_known: np.ndarray, *, regularizer: str | None = None,
                         weight: float = 0.0) -> ConvexSolution:
-    """The dual-metric SDP (eq. 33) on ``K`` samples.
+    """The dual-metric program (eq. 33) on ``K`` samples.
 
     ``y (K, n, p)`` regressor, ``tau (K, n)`` torques minus the known part, ``ym (K, n, n, p)``
     mass-matrix regressor and ``m_known (K, n, n)`` its known part (``M_k(θ) = M_known + Y_M θ``).
-    One slack and one (n+1)×(n+1) LMI per sample. The LMIs are written on the base parameters
-    ``β = B θ`` (torques and mass matrix depend on θ only through β), a separate variable tied to
-    θ by an equality, which keeps every LMI's coefficient block small.
+
+    min (1/K) Σ_k r_kᵀ M_k⁻¹ r_k + tie-break + prior pull (+ weight·regulariser) over the
+    consistent set, the SDP's optimum (eq. 33: the Schur LMI holds iff s_k ≥ r_kᵀ M_k⁻¹ r_k).
+    Solved by proximal Newton (:func:`_proximal_newton`): the data term is smooth and convex
+    wherever every M_k ≻ 0, which the consistency constraints ensure, so each step is a small
+    conic program on θ alone instead of an SDP with K LMIs; the SDP (:func:`_dual_metric_sdp`)
+    is the fall-back when a step fails.
+
+    The prior pull (arms with plausibility bounds, :meth:`ConvexProgram.prior_pull`) is
+    least_squares_program's in this objective's units: there ``ρ·PRIOR_WEIGHT·Σ(c_i Δθ_i)²``
+    beside the residual norm ‖e‖ (curvature XᵀX/ρ), i.e. ``2·PRIOR_WEIGHT·ρ²·Σ(c_i Δθ_i)²``
+    beside ‖e‖² (curvature 2XᵀX), with ρ² the relative residual energy of the best fit and c_i
+    the column norms of the data term's quadratic form. Here the quadratic form is the data term
+    in the prior's metric, (1/K) Σ ‖L_k⁻¹ (Y_k θ − τ_k)‖² (M_k⁰ = L_k L_kᵀ), so c_i² =
+    (1/K) Σ_k ‖L_k⁻¹ Y_k e_i‖² and ρ² = its minimum over its value at θ = 0.
     """
-    k, n, _ = y.shape
-    base = target.base
-    yb = base.columns(y)
-    ymb = base.columns(ym)
+    data = _DualMetricData(target, y, tau, ym, m_known)
     prog = ConvexProgram(target, consistent=True, scale=_standard_scale(target))
-    beta_scale = column_scale(yb)
-    beta_s = cp.Variable(base.rank, name="beta_scaled")
-    tie = [cp.multiply(beta_scale, beta_s) == base.matrix @ prog.theta]
+    extra = (TIE_BREAK * max(data.data_ls, 1e-16) * prog.tie_break()
+             + 2.0 * PRIOR_WEIGHT * data.rho2 * prog.prior_pull(data.column_norms))
+    if regularizer == "logdet" and weight > 0:
+        extra = extra + weight * prog.logdet_divergence()
+    elif regularizer == "pullback" and weight > 0:
+        extra = extra + weight * prog.pullback()
+    try:
+        return _proximal_newton(prog, data, extra)
+    except _NewtonError as exc:
+        log.warning("dual-metric proximal Newton failed (%s); solving the SDP", exc)
+    return _dual_metric_sdp(prog, data, extra)
+
+
+class _NewtonError(Exception):
+    """The proximal Newton iteration could not proceed (a mass matrix not positive definite, no
+    descent, no convergence)."""
+
+
+#: proximal Newton stops when the model's decrease is below this fraction of the objective
+NEWTON_TOL = 1e-7
+#: ... or when no step along the model's minimiser descends and its decrease is below this
+#: fraction (the accuracy of the subproblems' solutions)
+NEWTON_FLOOR = 1e-6
+NEWTON_MAX_STEPS = 40
+#: [SI] constraint violation accepted of a step's "optimal_inaccurate" answer (well inside the
+#: consistency margin)
+FEASIBILITY_TOLERANCE = 1e-9
+
+
+class _DualMetricData:
+    """The dual-metric data term D(β) = (1/K) Σ r_kᵀ M_k⁻¹ r_k on base parameters β = Bθ, with
+    r_k = (Y_k β − τ_k)/σ and M_k = (M_known + Y_M,k β)/μ (σ: RMS torque, μ: mean diagonal of
+    the prior's mass matrix), and the figures of the prior pull and tie-break."""
+
+    def __init__(self, target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
+                 m_known: np.ndarray):
+        base = target.base
+        self.k, self.n, _ = y.shape
+        self.matrix = base.matrix
+        self.sigma = max(float(np.sqrt(np.mean(tau**2))), 1e-12)
+        m_prior = m_known + ym @ target.prior
+        self.mu = max(float(np.mean(np.abs(np.einsum("kii->ki", m_prior)))), 1e-12)
+        self.yb = base.columns(y) / self.sigma
+        self.ymb = base.columns(ym) / self.mu
+        self.tau = tau / self.sigma
+        self.m_known = m_known / self.mu
+        m_prior = m_prior / self.mu
+        # size of the data term at the unconstrained least-squares β, metric of the prior
+        beta_ls = np.linalg.lstsq(self.yb.reshape(-1, base.rank), self.tau.reshape(-1), rcond=None)[0]
+        r_ls = self.yb @ beta_ls - self.tau
+        self.data_ls = float(np.mean(np.einsum("ki,ki->k", r_ls,
+                                               np.linalg.solve(m_prior, r_ls[..., None])[..., 0])))
+        try:  # the prior's metric as a quadratic form: rows L_k⁻¹ Y_k / √K
+            chol = np.linalg.cholesky(m_prior)
+        except np.linalg.LinAlgError:
+            chol = None
+        if chol is None:
+            self.column_norms, self.rho2 = np.zeros(target.n_params), 0.0
+        else:
+            rows = np.linalg.solve(chol, y / self.sigma).reshape(-1, y.shape[-1]) / np.sqrt(self.k)
+            rhs = np.linalg.solve(chol, self.tau[..., None])[..., 0].reshape(-1) / np.sqrt(self.k)
+            rows_b = np.linalg.solve(chol, self.yb).reshape(-1, base.rank) / np.sqrt(self.k)
+            fit = rhs - rows_b @ np.linalg.lstsq(rows_b, rhs, rcond=None)[0]
+            self.column_norms = np.linalg.norm(rows, axis=0)
+            self.rho2 = float(fit @ fit) / max(float(rhs @ rhs), 1e-300)
+
+    def value(self, beta: np.ndarray) -> float:
+        """D(β), +inf where a mass matrix is not positive definite."""
+        r = self.yb @ beta - self.tau
+        m = self.m_known + self.ymb @ beta
+        try:
+            np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            return np.inf
+        return float(np.mean(np.einsum("ki,ki->k", r, np.linalg.solve(m, r[..., None])[..., 0])))
+
+    def model(self, beta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(D, g (r,), R (r, r))`` with D(β + Δ) ≈ D + gᵀΔ + ‖RΔ‖² (RᵀR = ½ ∇²D, exact:
+        ∇²D = (2/K) Σ G_kᵀ M_k⁻¹ G_k with G_k = Y_k − (∂M_k/∂β) u_k, u_k = M_k⁻¹ r_k)."""
+        r = self.yb @ beta - self.tau
+        m = self.m_known + self.ymb @ beta
+        try:
+            chol = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError as exc:
+            raise _NewtonError("a mass matrix is not positive definite") from exc
+        u = np.linalg.solve(m, r[..., None])[..., 0]
+        value = float(np.mean(np.einsum("ki,ki->k", r, u)))
+        rank = self.yb.shape[-1]
+        dm_u = np.matmul(u[:, None, None, :], self.ymb)[:, :, 0, :]  # (∂M_k/∂β) u_k  (K, n, r)
+        grad = u.reshape(-1) @ (2.0 * self.yb - dm_u).reshape(-1, rank) / self.k
+        p = np.linalg.solve(chol, self.yb - dm_u).reshape(-1, rank)  # L_k⁻¹ G_k, stacked
+        half_hessian = p.T @ p / self.k
+        lam, vec = np.linalg.eigh(half_hessian)
+        return value, grad, np.sqrt(np.maximum(lam, 0.0))[:, None] * vec.T
+
+
+def _proximal_newton(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expression
+                     ) -> ConvexSolution:
+    """min D(Bθ) + h(θ) over the program's constraints, h = ``extra`` (convex, kept exact). Each
+    step minimises D's second-order model at θ_t plus h (one conic program compiled once, its
+    data as cvxpy Parameters, scaled by 1/F(θ_t) so that the solver's tolerances are relative),
+    then backtracks on F = D + h along the step (Armijo). Converges to the minimiser of the
+    convex F (proximal Newton, Lee, Sun & Saunders 2014); the constraints' multipliers are the
+    last step's, rescaled to F."""
+    start = time.perf_counter()
+    rank = data.matrix.shape[0]
+    grad_p = cp.Parameter(rank, name="gradient")
+    root_p = cp.Parameter((rank, rank), name="half_hessian_root")
+    centre_p = cp.Parameter(rank, name="root_times_beta")
+    offset_p = cp.Parameter(name="model_offset")
+    inv_scale = cp.Parameter(nonneg=True, name="inverse_objective_scale")
+    beta = data.matrix @ prog.theta
+    # (D_t + gᵀ(β − β_t) + ‖R(β − β_t)‖² + h(θ)) / F_t: 1 at θ_t, so that the solver's relative
+    # tolerances apply to the decrease
+    objective = (grad_p @ beta + offset_p + cp.sum_squares(root_p @ beta - centre_p)
+                 + inv_scale * extra)
+
+    def h(theta: np.ndarray) -> float:
+        prog.theta_scaled.value = theta / prog.scale
+        value = extra.value
+        return float(value) if value is not None else np.inf
+
+    def step(theta_t: np.ndarray) -> tuple[ConvexSolution, float, float]:
+        """Minimiser of the model at θ_t: (solution in θ, F(θ_t)'s data part, model decrease)."""
+        beta_t = data.matrix @ theta_t
+        value, grad, root = data.model(beta_t)
+        scale = max(value + h_t, 1e-300) if np.isfinite(h_t) else max(value, 1e-300)
+        grad_p.value, root_p.value = grad / scale, root / np.sqrt(scale)
+        centre_p.value = root_p.value @ beta_t
+        offset_p.value = (value - grad @ beta_t) / scale
+        inv_scale.value = 1.0 / scale
+        sol = prog.solve(objective, solvers=("CLARABEL",))
+        if sol.status != cp.OPTIMAL and not prog.feasible(sol.theta, FEASIBILITY_TOLERANCE):
+            raise _NewtonError(f"a step's conic program ended {sol.status} outside the constraints")
+        d_beta = data.matrix @ (sol.theta - theta_t)
+        model_change = grad @ d_beta + float(np.sum((root @ d_beta) ** 2)) + h(sol.theta) - h_t
+        sol = replace(sol, multipliers={k: v * scale for k, v in sol.multipliers.items()})
+        return sol, value, model_change
+
+    theta = prog.target.prior.astype(float)
+    h_t = np.inf
+    if not prog.feasible(theta) or not np.isfinite(data.value(data.matrix @ theta)):
+        # the first step from a prior outside the feasible set is taken in full
+        sol, _, _ = step(theta)
+        theta = sol.theta
+    decrease = np.inf
+    for iteration in range(1, NEWTON_MAX_STEPS + 1):
+        h_t = h(theta)
+        sol, d_t, change = step(theta)
+        f_t = d_t + h_t
+        decrease = -change / max(f_t, 1e-300)
+        if decrease <= NEWTON_TOL:
+            if data.value(data.matrix @ sol.theta) + h(sol.theta) <= f_t:
+                theta = sol.theta
+            break
+        direction, alpha = sol.theta - theta, 1.0
+        while data.value(data.matrix @ (theta + alpha * direction)) + h(theta + alpha * direction) \
+                > f_t + 0.25 * alpha * change:
+            alpha *= 0.5
+            if alpha < 1e-3:
+                break
+        else:
+            theta = theta + alpha * direction
+            log.debug("proximal Newton step %d: F %.6e, model decrease %.3e, step %.3g", iteration,
+                      f_t, decrease, alpha)
+            continue
+        if decrease <= NEWTON_FLOOR:  # the subproblems' own accuracy: converged
+            break
+        raise _NewtonError(f"no descent along the Newton step (relative model decrease {decrease:.2e})")
+    else:
+        raise _NewtonError(f"no convergence in {NEWTON_MAX_STEPS} steps (relative model decrease "
+                             f"{decrease:.2e})")
+    objective_value = data.value(data.matrix @ theta) + h(theta)
+    return replace(sol, theta=theta, status=cp.OPTIMAL, objective=objective_value, iterations=iteration,
+                   solve_time=time.perf_counter() - start, active=prog._active(theta))
+
+
+def _dual_metric_sdp(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expression
+                     ) -> ConvexSolution:
+    """The dual-metric SDP (eq. 33) itself: one slack and one (n+1)×(n+1) LMI per sample. The
+    LMIs are written on the base parameters ``β = B θ`` (torques and mass matrix depend on θ only
+    through β), a separate variable tied to θ by an equality, which keeps every LMI's coefficient
+    block small."""
+    k, n, rank = data.k, data.n, data.matrix.shape[0]
+    beta_scale = column_scale(data.yb)
+    beta_s = cp.Variable(rank, name="beta_scaled")
+    tie = [cp.multiply(beta_scale, beta_s) == data.matrix @ prog.theta]
     s = cp.Variable(k, name="s")
-    sigma = max(float(np.sqrt(np.mean(tau**2))), 1e-12)
-    mu = max(float(np.mean(np.abs(np.einsum("kii->ki", m_known + ym @ target.prior)))), 1e-12)
     m1 = n + 1
-    f = np.zeros((k, m1, m1, base.rank))
+    f = np.zeros((k, m1, m1, rank))
     g = np.zeros((k, m1, m1))
-    f[:, :n, :n] = ymb / mu
-    g[:, :n, :n] = m_known / mu
-    f[:, :n, n] = yb / sigma
-    f[:, n, :n] = yb / sigma
-    g[:, :n, n] = -tau / sigma
-    g[:, n, :n] = -tau / sigma
+    f[:, :n, :n] = data.ymb
+    g[:, :n, :n] = data.m_known
+    f[:, :n, n] = data.yb
+    f[:, n, :n] = data.yb
+    g[:, :n, n] = -data.tau
+    g[:, n, :n] = -data.tau
     # all K LMIs as one batched PSD constraint on a (K, n+1, n+1) affine expression
-    f = f.reshape(k * m1 * m1, base.rank) * beta_scale
+    f = f.reshape(k * m1 * m1, rank) * beta_scale
     corner = scipy.sparse.csr_matrix(
         (np.ones(k), (np.arange(k) * m1 * m1 + n * m1 + n, np.arange(k))), shape=(k * m1 * m1, k))
     stacked = cp.reshape(f @ beta_s + corner @ s + g.reshape(-1), (k, m1, m1), order="C")
     with warnings.catch_warnings():  # cvxpy notes it uses its SciPy backend for 3-D expressions
         warnings.simplefilter("ignore", UserWarning)
         lmis = [cp.constraints.PSD(stacked)]
-    # size of the data term at the unconstrained least-squares β, metric of the prior
-    beta_ls = np.linalg.lstsq(yb.reshape(-1, base.rank), tau.reshape(-1), rcond=None)[0]
-    r_ls = (yb @ beta_ls - tau) / sigma
-    m_prior = (m_known + ym @ target.prior) / mu
-    data_ls = float(np.mean(np.einsum("ki,ki->k", r_ls, np.linalg.solve(m_prior, r_ls[..., None])[..., 0])))
-    objective = cp.sum(s) / k + TIE_BREAK * max(data_ls, 1e-16) * prog.tie_break()
-    if regularizer == "logdet" and weight > 0:
-        objective = objective + weight * prog.logdet_divergence()
-    elif regularizer == "pullback" and weight > 0:
-        objective = objective + weight * prog.pullback()
+    objective = cp.sum(s) / k + extra
     solution = prog.solve(objective, tie + lmis)
     if solution.objective < EXACT_FIT:  # (near) noise-free data: polish with tight tolerances
         solution = prog.solve(objective, tie + lmis, precise=True)

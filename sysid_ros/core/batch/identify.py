@@ -506,7 +506,7 @@ def _dual_metric(prep: Prepared, options: IdentifyOptions, say) -> Identificatio
     weight = options.regularization if options.regularization > 0 else 0.0
     sol = dual_metric_program(prep.target, prep.x[sel], prep.y[sel], ym, m_known,
                               regularizer="pullback" if weight > 0 else None, weight=weight)
-    extra = _multipliers(sol) | {"samples": int(sel.size)}
+    extra = _multipliers(sol) | {"samples": int(sel.size), "newton_steps": sol.iterations}
     return _standard_result("dual_metric", prep, sol.theta, sol.solve_time, _solver_status(sol), extra)
 
 

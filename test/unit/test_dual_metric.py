@@ -1,0 +1,115 @@
+"""The dual-metric program (dual-metric seed eq. 33) solved by proximal Newton against the SDP
+itself, and its pull toward the nominal model.
+
+Robot: a carriage on a rail carrying a pan-tilt head with a mass on a boom (mixed units, a
+configuration-dependent metric; the system of benchmarks/dual_metric.py), simulated in closed loop
+with torque and position noise."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sysid_ros.core import RobotModel
+from sysid_ros.core.batch import convex
+from sysid_ros.core.batch.identify import prepare
+from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.model.target import Plausibility, arm_target
+from sysid_ros.core.sim.simulation import SensorModel
+from sysid_ros.core.sim.synthetic import simulate_dataset
+
+MJCF = """
+<mujoco model="carriage_pan_tilt">
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="carriage">
+      <joint name="rail" type="slide" axis="1 0 0" range="-0.4 0.4"/>
+      <inertial pos="0 0 0.02" mass="3.0" diaginertia="0.02 0.03 0.04"/>
+      <body name="pan_link" pos="0 0 0.1">
+        <joint name="pan" axis="0 0 1" range="-2.5 2.5"/>
+        <inertial pos="0 0 0.02" mass="0.3" diaginertia="0.0006 0.0006 0.0004"/>
+        <body name="boom" pos="0 0 0.05">
+          <joint name="tilt" axis="0 1 0" range="-1.2 1.2"/>
+          <inertial pos="0.45 0 0" mass="0.8" diaginertia="0.0004 0.0005 0.0005"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+SAMPLES = 150
+
+
+def _program_data(target, noise: float, seed: int = 1):
+    """Arguments of :func:`convex.dual_metric_program` from a simulated run of the true robot."""
+    truth = RobotModel.from_xml_string(MJCF, joint_terms=())
+    ds = simulate_dataset(truth, duration=12.0, seed=seed,
+                          sensor=SensorModel(position_noise=1e-4 * (noise > 0), torque_noise=noise,
+                                             seed=seed))
+    prep = prepare(ds, target, Preprocessing(bandwidth=3.0, velocity="differentiate"), min_speed=0.0)
+    sel = np.linspace(0, len(prep.t) - 1, SAMPLES).round().astype(int)
+    ym, m_known = target.mass_matrix(prep.q[sel])
+    return target, prep.x[sel], prep.y[sel], ym, m_known
+
+
+@pytest.fixture(scope="module")
+def model():
+    return RobotModel.from_xml_string(MJCF, joint_terms=())
+
+
+def test_newton_reaches_the_sdp_optimum(model):
+    """Same objective, same constraints: the Newton answer's objective is at most the SDP's (the
+    SDP's interior-point answer is within its tolerance of the optimum), the base parameters the
+    data determine agree, and the same constraints bind."""
+    args = _program_data(arm_target(model), noise=0.5)
+    newton = convex.dual_metric_program(*args)
+    data = convex._DualMetricData(*args)
+    prog = convex.ConvexProgram(args[0], scale=convex._standard_scale(args[0]))
+    extra = convex.TIE_BREAK * data.data_ls * prog.tie_break()
+    sdp = convex._dual_metric_sdp(prog, data, extra)
+
+    def objective(theta):
+        prog.theta_scaled.value = theta / prog.scale
+        return data.value(data.matrix @ theta) + float(extra.value)
+
+    assert newton.status == "optimal" and newton.solver == "CLARABEL"
+    assert newton.iterations is not None and newton.iterations <= 15
+    assert objective(newton.theta) <= objective(sdp.theta) * (1 + 1e-6)
+    assert objective(sdp.theta) <= objective(newton.theta) * (1 + 1e-3)  # the SDP is not far off
+    assert abs(newton.objective - objective(newton.theta)) <= 1e-12 * newton.objective
+    # base parameters, relative to the largest (the SDP's tolerance bounds their agreement)
+    beta_n, beta_s = data.matrix @ newton.theta, data.matrix @ sdp.theta
+    np.testing.assert_allclose(beta_n, beta_s, rtol=0, atol=2e-3 * np.abs(beta_s).max())
+    assert sorted(newton.binding()) == sorted(sdp.binding())
+    assert prog.feasible(newton.theta)
+
+
+def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
+    """With plausibility bounds the prior (the nominal model) fills what the noise hides: on
+    noisy data the pull moves the estimate toward it, at a cost in fit bounded by its weight
+    (2·PRIOR_WEIGHT·ρ² against the data term's curvature, least_squares_program's rule); on
+    noise-free data (relative residual ~0) it changes nothing."""
+    target = Plausibility().apply(arm_target(model))
+    # a nominal model 30 % heavier than the truth (every parameter of every body scaled)
+    prior = model.nominal * 1.3
+    target = replace(target, prior=prior)
+    for noise, moved in ((0.3, True), (0.0, False)):
+        args = _program_data(target, noise=noise, seed=3)
+        data = convex._DualMetricData(*args)
+        pulled = convex.dual_metric_program(*args)
+        free = convex.dual_metric_program(replace(target, plausibility=None), *args[1:])
+        distance = {k: np.linalg.norm((s.theta - prior) * data.column_norms)
+                    for k, s in (("pulled", pulled), ("free", free))}
+        fit = {k: data.value(data.matrix @ s.theta) for k, s in (("pulled", pulled), ("free", free))}
+        if moved:
+            assert data.rho2 > 1e-4, data.rho2
+            assert distance["pulled"] < 0.95 * distance["free"], distance
+            # the pull at the free solution bounds what the data term can lose to it
+            weight = 2.0 * convex.PRIOR_WEIGHT * data.rho2
+            assert fit["free"] < fit["pulled"] <= fit["free"] + weight * distance["free"] ** 2, fit
+        else:
+            assert data.rho2 < 1e-6, data.rho2
+            assert fit["pulled"] <= fit["free"] * (1 + 1e-3) + 1e-12, fit
