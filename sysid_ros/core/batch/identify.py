@@ -595,11 +595,15 @@ def _simulation_model(target: Target, theta: np.ndarray):
 def _consistent_from_base(prep: Prepared, beta: np.ndarray) -> ConvexSolution:
     """The physically consistent, plausible θ (within the target's bounds) whose base parameters
     are closest to ``beta`` in the data's own metric, ‖X_b (Bθ − β)‖ (torque on the regression
-    rows); directions no row sees come from the prior (the program's tie-break)."""
+    rows); directions the data determine worse than their noise come from the prior."""
     target = prep.target
-    w, _, _ = prep.rows()
+    w, rhs, _ = prep.rows()
     r, _ = compress(w, np.zeros(w.shape[0]))
-    return least_squares_program(target, r @ target.base.matrix, r @ beta)
+    # the data's residual at β as one more (constant) row: ‖[R(Bθ − β); ρ]‖ = ‖X_b Bθ − y‖ when β
+    # is least squares, and the program's pull toward the nominal model scales with the noise
+    resid = float(np.linalg.norm(rhs - w @ beta))
+    rows = np.vstack([r @ target.base.matrix, np.zeros((1, target.n_params))])
+    return least_squares_program(target, rows, np.append(r @ beta, resid))
 
 
 def _plausible_fit(prep: Prepared) -> ConvexSolution:

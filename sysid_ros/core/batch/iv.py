@@ -64,7 +64,11 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
     else:
         assert b_matrix is not None
         # ½‖P_Z(y − XBθ)‖² = ½‖Q_Zᵀ(y − XBθ)‖² + const
-        solution = least_squares_program(target, qz.T @ (x @ b_matrix), qz.T @ y)
+        # the residual outside the instruments' span as one more (constant) row: the program's
+        # residual, which scales its pull toward the nominal model, is then the data's noise level
+        outside = float(np.sqrt(max(float(y @ y) - float(np.sum((qz.T @ y) ** 2)), 0.0)))
+        rows = np.vstack([qz.T @ (x @ b_matrix), np.zeros((1, b_matrix.shape[1]))])
+        solution = least_squares_program(target, rows, np.append(qz.T @ y, outside))
         theta = solution.theta
         beta = b_matrix @ theta
     grad = np.linalg.norm(zs.T @ (y - x @ beta)) / max(np.linalg.norm(zs.T @ y), 1e-300)
