@@ -196,7 +196,8 @@ class RLSLogDet:
         trace = np.einsum("bn,bn->b", self._grad0, theta[self._body_idx])
         reg = float(self.block_weights @ (trace - logdet))
         if self._rest.size:
-            reg += 0.5 * float(np.sum(self._beta(self._rest) * (theta[self._rest] - self.prior[self._rest]) ** 2))
+            dev = theta[self._rest] - self.prior[self._rest]
+            reg += 0.5 * float(np.sum(self._beta(self._rest) * dev**2))
         if self._pos.size:
             r = theta[self._pos] / self._pos_prior
             reg += float(np.sum(self._beta(self._pos) * self._pos_prior**2 * (r - np.log(r) - 1.0)))
