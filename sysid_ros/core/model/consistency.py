@@ -118,7 +118,13 @@ class ConsistencyReport:
 
     @property
     def consistent(self) -> bool:
-        return all(b.consistent for b in self.bodies) and not self.negative_joint_terms
+        return not self.failures
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """What is not consistent: bodies whose J is not ≻ 0, then joint terms below 0 (empty
+        exactly when :attr:`consistent`; reports name these, never an empty list)."""
+        return tuple(b.body for b in self.bodies if not b.consistent) + tuple(self.negative_joint_terms)
 
     def as_dict(self) -> dict:
         return {
