@@ -124,7 +124,13 @@ class OnlineEstimator:
         return self.core.omega if self._information is None else self._information
 
     def divergence(self, reference: np.ndarray) -> float:
-        """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent)."""
+        """Σ_b log-det divergence of the estimate from ``reference`` (inf if inconsistent, NaN if
+        ``reference`` is not consistent)."""
+        if isinstance(self.core, RLSLogDet):  # always consistent; the reference's terms kept
+            try:
+                return self.core.divergence_to(reference)
+            except SysIdError:
+                return float("nan")
         return self.target.divergence(self.theta, reference)
 
     def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:

@@ -132,6 +132,7 @@ class RLSLogDet:
         self.theta = self._start.copy()
         self._theta_chol = self._chol(self.theta)
         self._reg_at: tuple | None = None  # (θ, g, H) of α⁻¹R at the last θ it was computed for
+        self._reference: tuple | None = None  # (θ_ref, log det J_ref, tr(J_ref⁻¹ E_n)) per body
         self.samples = 0
 
     def _beta(self, idx: np.ndarray) -> float | np.ndarray:
@@ -323,8 +324,23 @@ class RLSLogDet:
         return theta, chol, iterations, decrement, cut, False
 
     def divergence_to(self, reference: np.ndarray) -> float:
-        """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters."""
-        from sysid_ros.core.model.consistency import logdet_divergence
-
-        return float(sum(logdet_divergence(self.theta[idx], np.asarray(reference)[idx])
-                         for idx in self._body_idx))
+        """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters
+        (the reference's J⁻¹ and log det kept while it is the same: one dot product per update).
+        Raises :class:`SysIdError` when the reference is not physically consistent."""
+        ref = np.asarray(reference, dtype=float)
+        cached = self._reference
+        if cached is None or not np.array_equal(cached[0], ref):
+            try:
+                l0 = np.linalg.cholesky(self._pseudo(ref))
+            except np.linalg.LinAlgError:
+                raise SysIdError("the reference parameters are not physically consistent "
+                                 "(J not ≻ 0)") from None
+            l0_inv = np.linalg.inv(l0)
+            j0_inv = np.swapaxes(l0_inv, 1, 2) @ l0_inv
+            logdet0 = 2.0 * np.log(np.diagonal(l0, axis1=1, axis2=2)).sum(axis=1)
+            trace0 = np.einsum("nk,bk->bn", _E16, j0_inv.reshape(-1, 16))
+            cached = self._reference = (ref.copy(), logdet0, trace0)
+        _, logdet0, trace0 = cached  # tr(J₀⁻¹ J) = Σ_n θ_n tr(J₀⁻¹ E_n)
+        logdet = 2.0 * np.log(np.diagonal(self._theta_chol, axis1=1, axis2=2)).sum(axis=1)
+        trace = np.einsum("bn,bn->b", trace0, self.theta[self._body_idx])
+        return float(np.sum(trace - logdet + logdet0 - 4.0))
