@@ -371,8 +371,7 @@ def _trust(result) -> int:
                         + ("" if result.solver.converged else ", not converged"))
     cons = result.consistency
     if cons is not None and not cons.consistent:
-        bad = [b.body for b in cons.bodies if not b.consistent] + list(cons.negative_joint_terms)
-        problems.append(f"the exported parameters are not physically consistent ({', '.join(bad)})")
+        problems.append(f"the exported parameters are not physically consistent ({', '.join(cons.failures)})")
     if not problems:
         return 0
     print(f"sysid identify: the {result.method} estimate is not trustworthy: {'; '.join(problems)}",

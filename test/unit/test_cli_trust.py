@@ -40,3 +40,21 @@ def test_inconsistent_parameters_exit_3(capsys):
     result = replace(result, solver=SolverStatus(solver="pc_iv", converged=False))
     assert _trust(result) == 3
     assert "not converged" in capsys.readouterr().err
+
+
+def test_an_inconsistent_estimate_names_what_fails(capsys):
+    """Issue 14: "NOT consistent: []". Negative joint terms of an arm estimate (the online path:
+    estimate_result) are named in the summary and in the exit-3 message."""
+    from sysid_ros.core.model.target import arm_target
+    from sysid_ros.core.report.files import summary
+
+    model = RobotModel.from_mjcf(TEST_ROBOTS / "panda.xml", joint_terms=("Fc", "Fv", "Ia"))
+    target = arm_target(model)
+    theta = target.prior.copy()
+    theta[target.names.index("joint2.Fv")] = -0.1
+    theta[target.names.index("joint5.Ia")] = -92.3
+    result = estimate_result(target, theta, method="rls_logdet")
+    assert result.consistency.failures == ("joint2.Fv", "joint5.Ia")
+    assert "NOT consistent: joint2.Fv, joint5.Ia" in summary(result).splitlines()
+    assert _trust(result) == 3
+    assert "not physically consistent (joint2.Fv, joint5.Ia)" in capsys.readouterr().err

@@ -75,21 +75,29 @@ def logdet_divergence(phi: np.ndarray, phi_ref: np.ndarray) -> float:
     Returns ``inf`` when the estimate is not physically consistent; raises
     :class:`SysIdError` when the reference is not (the divergence is then undefined).
     """
+    return float(_divergences(np.asarray(phi, dtype=float)[None], np.asarray(phi_ref, dtype=float)[None])[0])
+
+
+def _divergences(phi: np.ndarray, phi_ref: np.ndarray) -> np.ndarray:
+    """:func:`logdet_divergence` of ``B`` bodies at once: ``phi, phi_ref (B, 10) -> (B,)``."""
     j, j0 = pseudo_inertia(phi), pseudo_inertia(phi_ref)
     sign0, logdet0 = np.linalg.slogdet(j0)
-    if sign0 <= 0 or np.linalg.eigvalsh(j0)[0] <= 0:
+    if np.any(sign0 <= 0) or np.any(np.linalg.eigvalsh(j0)[:, 0] <= 0):
         raise SysIdError("the reference parameters are not physically consistent (J not ≻ 0)")
     sign, logdet = np.linalg.slogdet(j)
-    if sign <= 0 or np.linalg.eigvalsh(j)[0] <= 0:
-        return float("inf")
-    return float(-logdet + logdet0 + np.trace(np.linalg.solve(j0, j)) - 4.0)
+    trace = np.trace(np.linalg.solve(j0, j), axis1=1, axis2=2)
+    bad = (sign <= 0) | (np.linalg.eigvalsh(j)[:, 0] <= 0)
+    return np.where(bad, np.inf, -logdet + logdet0 + trace - 4.0)
 
 
 def model_divergence(model: RobotModel, theta: np.ndarray, theta_ref: np.ndarray) -> float:
     """Sum over the model's bodies of :func:`logdet_divergence` of ``theta`` from ``theta_ref``."""
     theta, theta_ref = model.check_theta(theta), model.check_theta(theta_ref)
-    return float(sum(logdet_divergence(theta[model.body_slice(b)], theta_ref[model.body_slice(b)])
-                     for b in model.param_bodies))
+    if not model.param_bodies:
+        return 0.0
+    rows = np.array([np.arange(model.body_slice(b).start, model.body_slice(b).stop)
+                     for b in model.param_bodies])
+    return float(np.sum(_divergences(theta[rows], theta_ref[rows])))
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,13 @@ class ConsistencyReport:
 
     @property
     def consistent(self) -> bool:
-        return all(b.consistent for b in self.bodies) and not self.negative_joint_terms
+        return not self.failures
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """What is not consistent: bodies whose J is not ≻ 0, then joint terms below 0 (empty
+        exactly when :attr:`consistent`; reports name these, never an empty list)."""
+        return tuple(b.body for b in self.bodies if not b.consistent) + tuple(self.negative_joint_terms)
 
     def as_dict(self) -> dict:
         return {

@@ -4,12 +4,17 @@ the online-inertia seed).
 Objective after ``k`` samples::
 
     J_k(θ) = ½ Σ_i λ^{k−i} (y_i − A_i θ)ᵀ W (y_i − A_i θ)
-             + α [Σ_b D(J(φ_b) ‖ J(φ_b⁰)) + (β/2) ‖ψ − ψ⁰‖²]
+             + α [Σ_b D(J(φ_b) ‖ J(φ_b⁰)) + (β/2) ‖ψ − ψ⁰‖² + Σ_j β s_j² d(x_j ‖ s_j)]
+
+with ``d(x ‖ s) = x/s − log(x/s) − 1`` the 1×1 log-det divergence for the joint terms ``x`` that
+must stay ≥ 0 (Coulomb and viscous friction, rotor inertia; ``s``: their prior, floored above 0):
+curvature β at the prior like the quadratic pull of the other terms ``ψ``, and a barrier at 0.
 
 kept in information form ``Ω_k = λ Ω_{k−1} + Aᵀ W A``, ``b_k = λ b_{k−1} + Aᵀ W y`` (exact for any
 λ). Each sample runs Newton on ``Ω θ − b + α ∇R(θ) = 0`` warm-started at the previous estimate:
 per body ``∂D/∂θ_n = tr(J₀⁻¹Eₙ) − tr(J⁻¹Eₙ)``, ``H_mn = tr(J⁻¹E_m J⁻¹Eₙ)``; steps are cut by a
-fraction-to-boundary rule so that every pseudo-inertia stays positive definite after every update.
+fraction-to-boundary rule so that every pseudo-inertia stays positive definite and every
+non-negative joint term positive after every update.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from scipy.linalg import lapack
 
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
@@ -26,6 +32,9 @@ from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inerti
 _E16 = PSEUDO_INERTIA_BASIS.reshape(10, 16)
 #: every estimate keeps each pseudo-inertia ``J ≻ INTERIOR_MARGIN·tr(J)·1`` (relative, dimensionless)
 INTERIOR_MARGIN = 1e-10
+#: prior used for a non-negative joint term whose prior is ≤ 0 (the barrier needs s > 0), in the
+#: term's units (N·m, N·m·s/rad, kg·m²)
+JOINT_TERM_FLOOR = 1e-3
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,9 @@ class RLSLogDet:
 
     ``alpha``: regularisation strength; ``beta``: weight of the quadratic term for parameters
     outside the bodies (friction, rotor inertia; scalar or one per parameter of θ, only the entries
-    outside the bodies used); ``block_weights``: a factor per body on its divergence;
+    outside the bodies used); ``nonnegative``: indices of θ outside the bodies that stay > 0 (their
+    regulariser is β s² d(x ‖ s) about the prior s, floored at ``floor`` > 0; the estimate starts
+    at the floored prior); ``block_weights``: a factor per body on its divergence;
     ``weight``: scalar or per-row weight W;
     ``forgetting`` λ; ``max_iter``/``tol``: Newton bounds (stop when the Newton decrement λ²/2 is below
     ``tol`` relative to the data term); ``fraction``: of the distance to the boundary a step may go.
@@ -57,7 +68,8 @@ class RLSLogDet:
     def __init__(self, prior: np.ndarray, blocks: Sequence[slice], *, alpha: float = 0.1,
                  beta: float | np.ndarray = 1e-3, weight: float | np.ndarray = 1.0, forgetting: float = 1.0,
                  max_iter: int = 10, tol: float = 1e-9, fraction: float = 0.99,
-                 block_weights: Sequence[float] | None = None) -> None:
+                 block_weights: Sequence[float] | None = None, nonnegative: Sequence[int] = (),
+                 floor: float = JOINT_TERM_FLOOR) -> None:
         prior = np.asarray(prior, dtype=float)
         self.prior = prior.copy()
         self.blocks = tuple(blocks)
@@ -80,7 +92,21 @@ class RLSLogDet:
         self._body_idx = np.array([np.arange(sl.start, sl.stop) for sl in self.blocks], dtype=int)
         covered = np.zeros(p, dtype=bool)
         covered[self._body_idx.ravel()] = True
-        self._rest = np.flatnonzero(~covered)
+        self.nonnegative = np.unique(np.asarray(nonnegative, dtype=int))
+        if self.nonnegative.size and (self.nonnegative.min() < 0 or self.nonnegative.max() >= p
+                                      or covered[self.nonnegative].any()):
+            raise SysIdError(f"nonnegative must index parameters outside the bodies (0..{p - 1}), "
+                             f"got {self.nonnegative.tolist()}")
+        if not floor > 0:
+            raise SysIdError(f"the floor of the non-negative terms must be > 0, got {floor}")
+        self.floor = float(floor)
+        positive = np.zeros(p, dtype=bool)
+        positive[self.nonnegative] = True
+        self._rest = np.flatnonzero(~covered & ~positive)  # quadratic pull
+        self._pos = self.nonnegative  # barrier-divergence pull, kept > 0
+        self._pos_prior = np.where(prior[self._pos] > 0, prior[self._pos], self.floor)
+        self._start = prior.copy()
+        self._start[self._pos] = self._pos_prior
         # flat positions of every body's 10×10 Hessian block in the p×p Hessian
         self._block_flat = np.concatenate([(idx[:, None] * p + idx[None, :]).ravel()
                                            for idx in self._body_idx]) if len(self.blocks) else \
@@ -97,14 +123,21 @@ class RLSLogDet:
         if prior is not None:
             self.__init__(prior, self.blocks, alpha=self.alpha, beta=self.beta, weight=self.weight,
                           forgetting=self.forgetting, max_iter=self.max_iter, tol=self.tol,
-                          fraction=self.fraction, block_weights=self.block_weights)
+                          fraction=self.fraction, block_weights=self.block_weights,
+                          nonnegative=self.nonnegative, floor=self.floor)
             return
         p = self.prior.shape[0]
         self.omega = np.zeros((p, p))
         self.b = np.zeros(p)
-        self.theta = self.prior.copy()
+        self.theta = self._start.copy()
         self._theta_chol = self._chol(self.theta)
+        self._reg_at: tuple | None = None  # (θ, g, H) of α⁻¹R at the last θ it was computed for
+        self._reference: tuple | None = None  # (θ_ref, log det J_ref, tr(J_ref⁻¹ E_n)) per body
         self.samples = 0
+
+    def _beta(self, idx: np.ndarray) -> float | np.ndarray:
+        """β of the parameters ``idx``."""
+        return self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[idx]
 
     # ------------------------------------------------------------------ regulariser pieces
     def _pseudo(self, theta: np.ndarray) -> np.ndarray:
@@ -112,7 +145,10 @@ class RLSLogDet:
         return (theta[self._body_idx] @ _E16).reshape(-1, 4, 4)
 
     def _chol(self, theta: np.ndarray) -> np.ndarray | None:
-        """Cholesky factors ``(B, 4, 4)`` of every J, or None if one is not ≻ 0."""
+        """Cholesky factors ``(B, 4, 4)`` of every J, or None if ``theta`` is outside the domain
+        (a J not ≻ 0, or a non-negative joint term not > 0)."""
+        if self._pos.size and not np.all(theta[self._pos] > 0):
+            return None
         try:
             return np.linalg.cholesky(self._pseudo(theta))
         except np.linalg.LinAlgError:
@@ -145,9 +181,13 @@ class RLSLogDet:
         h = np.zeros((theta.shape[0], theta.shape[0]))
         h.reshape(-1)[self._block_flat] = (wb[:, :, None] * (_E16 @ kron @ _E16.T)).reshape(-1)
         if self._rest.size:
-            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
+            beta = self._beta(self._rest)
             g[self._rest] = beta * (theta[self._rest] - self.prior[self._rest])
             h[self._rest, self._rest] = beta
+        if self._pos.size:  # β s² d(x‖s): gradient β s (1 − s/x), Hessian β s²/x²
+            c, x = self._beta(self._pos) * self._pos_prior**2, theta[self._pos]
+            g[self._pos] = c * (1.0 / self._pos_prior - 1.0 / x)
+            h[self._pos, self._pos] = c / x**2
         return g, h
 
     def _regulariser(self, theta: np.ndarray, chol: np.ndarray) -> float:
@@ -157,8 +197,11 @@ class RLSLogDet:
         trace = np.einsum("bn,bn->b", self._grad0, theta[self._body_idx])
         reg = float(self.block_weights @ (trace - logdet))
         if self._rest.size:
-            beta = self.beta if np.ndim(self.beta) == 0 else np.asarray(self.beta)[self._rest]
-            reg += 0.5 * float(np.sum(beta * (theta[self._rest] - self.prior[self._rest]) ** 2))
+            dev = theta[self._rest] - self.prior[self._rest]
+            reg += 0.5 * float(np.sum(self._beta(self._rest) * dev**2))
+        if self._pos.size:
+            r = theta[self._pos] / self._pos_prior
+            reg += float(np.sum(self._beta(self._pos) * self._pos_prior**2 * (r - np.log(r) - 1.0)))
         return self.alpha * reg
 
     def _objective(self, theta: np.ndarray, chol: np.ndarray) -> float:
@@ -167,11 +210,14 @@ class RLSLogDet:
         return data + self._regulariser(theta, chol)
 
     def _step_length(self, theta: np.ndarray, delta: np.ndarray, l_inv: np.ndarray) -> float:
-        """min(1, fraction·s_max) with s_max the largest s keeping every J(θ + s δ) ⪰ 0."""
+        """min(1, fraction·s_max) with s_max the largest s keeping every J(θ + s δ) ⪰ 0 and every
+        non-negative joint term ≥ 0."""
         if self._chol(theta + delta / self.fraction) is not None:
             return 1.0  # the full step stays well inside: no eigenvalues needed
         m = l_inv @ self._pseudo(delta) @ np.swapaxes(l_inv, 1, 2)  # L⁻¹ J(δ) L⁻ᵀ
-        worst = float(np.max(np.linalg.eigvalsh(-m)[:, -1]))
+        worst = float(np.max(np.linalg.eigvalsh(-m)[:, -1])) if len(self.blocks) else 0.0
+        if self._pos.size:  # x + s δ ≥ 0 for s ≤ x/(−δ)
+            worst = max(worst, float(np.max(-delta[self._pos] / theta[self._pos])))
         return 1.0 if worst <= 0 else min(1.0, self.fraction / worst)
 
     # ------------------------------------------------------------------------------- update
@@ -200,9 +246,9 @@ class RLSLogDet:
         if not done:
             # Warm starts near the boundary (where earlier data put the minimiser) can need very
             # many barrier-damped steps once the minimiser has moved inside: the barrier's
-            # Hessian there dwarfs Ω and the steps shrink to nothing. Newton from the prior (well
-            # inside) reaches an interior minimiser in a few steps; keep the better end point.
-            alt = self._newton(self.prior, self._chol(self.prior))
+            # Hessian there dwarfs Ω and the steps shrink to nothing. Newton from the (floored)
+            # prior (well inside) reaches an interior minimiser in a few steps; keep the better end point.
+            alt = self._newton(self._start, self._chol(self._start))
             iterations += alt[2]
             if self._objective(alt[0], alt[1]) < self._objective(theta, chol):
                 theta, chol, _, decrement, cut_alt, _ = alt
@@ -231,13 +277,16 @@ class RLSLogDet:
         while iterations < self.max_iter:
             iterations += 1
             l_inv = np.linalg.inv(chol)
-            g_r, h_r = self._grad_hess(theta, l_inv)
+            if self._reg_at is not None and self._reg_at[0] is theta:
+                g_r, h_r = self._reg_at[1:]  # θ unchanged since the last update: R's terms too
+            else:
+                g_r, h_r = self._grad_hess(theta, l_inv)
+                self._reg_at = (theta, g_r, h_r)
             g_data = self.omega @ theta - self.b
             grad = g_data + self.alpha * g_r
             hess = self.omega + self.alpha * h_r
-            try:
-                delta = -np.linalg.solve(hess, grad)
-            except np.linalg.LinAlgError:  # numerically singular: minimum-norm step
+            _, delta, info = lapack.dposv(hess, -grad, lower=1)  # H ≻ 0: Cholesky
+            if info != 0:  # numerically not positive definite: minimum-norm step
                 delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
             slope = float(grad @ delta)
             decrement = -slope / 2.0
@@ -245,9 +294,12 @@ class RLSLogDet:
                 return theta, chol, iterations, decrement, cut, True
             step = self._step_length(theta, delta, l_inv)
             cut |= step < 1.0
-            if step == 1.0 and self._self_concordant and 2.0 * decrement / self.alpha < 0.0625:
+            if (step == 1.0 and self._self_concordant and 2.0 * decrement / self.alpha < 0.0625
+                    and np.all(np.abs(delta[self._pos]) <= 0.25 * theta[self._pos])):
                 # f/α is self-concordant and its Newton decrement is below 1/4: the full step is
-                # feasible and decreases f (Nesterov), no line search needed (the common update)
+                # feasible and decreases f (Nesterov), no line search needed (the common update);
+                # the joint terms' barriers are weak (β s² < 1), so their steps must also be small
+                # relative to the distance to 0, where −log is close to its quadratic model
                 candidate = theta + delta
                 new_chol = self._chol(candidate)
                 if new_chol is not None:
@@ -272,8 +324,23 @@ class RLSLogDet:
         return theta, chol, iterations, decrement, cut, False
 
     def divergence_to(self, reference: np.ndarray) -> float:
-        """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters."""
-        from sysid_ros.core.model.consistency import logdet_divergence
-
-        return float(sum(logdet_divergence(self.theta[idx], np.asarray(reference)[idx])
-                         for idx in self._body_idx))
+        """Σ_b D(J(φ̂_b) ‖ J(φ_b^ref)) of the current estimate from ``reference`` parameters
+        (the reference's J⁻¹ and log det kept while it is the same: one dot product per update).
+        Raises :class:`SysIdError` when the reference is not physically consistent."""
+        ref = np.asarray(reference, dtype=float)
+        cached = self._reference
+        if cached is None or not np.array_equal(cached[0], ref):
+            try:
+                l0 = np.linalg.cholesky(self._pseudo(ref))
+            except np.linalg.LinAlgError:
+                raise SysIdError("the reference parameters are not physically consistent "
+                                 "(J not ≻ 0)") from None
+            l0_inv = np.linalg.inv(l0)
+            j0_inv = np.swapaxes(l0_inv, 1, 2) @ l0_inv
+            logdet0 = 2.0 * np.log(np.diagonal(l0, axis1=1, axis2=2)).sum(axis=1)
+            trace0 = np.einsum("nk,bk->bn", _E16, j0_inv.reshape(-1, 16))
+            cached = self._reference = (ref.copy(), logdet0, trace0)
+        _, logdet0, trace0 = cached  # tr(J₀⁻¹ J) = Σ_n θ_n tr(J₀⁻¹ E_n)
+        logdet = 2.0 * np.log(np.diagonal(self._theta_chol, axis1=1, axis2=2)).sum(axis=1)
+        trace = np.einsum("bn,bn->b", trace0, self.theta[self._body_idx])
+        return float(np.sum(trace - logdet + logdet0 - 4.0))

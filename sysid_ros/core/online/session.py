@@ -28,7 +28,7 @@ from sysid_ros.core.data.stationary import moving
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
-from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting
+from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting, single_threaded_blas
 
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
@@ -381,6 +381,10 @@ class OnlineSession:
     # --------------------------------------------------------------------------- outputs
     def snapshot(self) -> OnlineEstimate:
         """The current estimate with its diagnostics."""
+        with single_threaded_blas():  # p×p decompositions: a second BLAS thread only waits for a core
+            return self._snapshot()
+
+    def _snapshot(self) -> OnlineEstimate:
         est, target = self.estimator, self.target
         theta = est.theta.copy()
         updates = est.samples

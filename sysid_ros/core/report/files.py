@@ -102,9 +102,8 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
                      f"converged {result.solver.converged}")
     cons = result.consistency
     if cons is not None:
-        bad = [b.body for b in cons.bodies if not b.consistent] + list(cons.negative_joint_terms)
-        lines.append("physically consistent" if cons.consistent else
-                     f"NOT physically consistent: {', '.join(bad) or 'no body or joint term named'}")
+        lines.append("physically consistent" if cons.consistent
+                     else f"NOT consistent: {', '.join(cons.failures)}")
     if result.parameters is not None:
         masses = {b: result.parameters[f"{b}.m"] for b in result.parameters.blocks
                   if f"{b}.m" in result.parameters.names}
