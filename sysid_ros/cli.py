@@ -295,10 +295,12 @@ def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions
 def _add_online_options(parser: argparse.ArgumentParser) -> None:
     """One option per :class:`OnlineOptions` field (the estimator node's parameters), with its
     default and units."""
-    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum)")
+    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum, ekf, mhe)")
     defaults = OnlineOptions()
     metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
-               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S"}
+               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S",
+               "drift": "PER_SQRT_S", "position_noise": "RAD", "velocity_noise": "RAD_S", "horizon": "S",
+               "solve_rate": "HZ"}
     for name in OnlineOptions.names():
         if name in ("method", "stationary_cut"):  # shared with the batch methods
             continue
