@@ -12,12 +12,18 @@ and the simulator apply it), semi-implicit Euler as the simulator integrates::
 
     q̇_{k+1} = q̇_k + h q̈_k,   q_{k+1} = q_k + h q̇_{k+1},   β_{k+1} = β_k + w_β
 
-Jacobians: ``∂q̈/∂β = −M⁻¹ Y(q, q̇, q̈)`` analytically (the dynamics are linear in β in the
-inverse-dynamics form); ``∂q̈/∂q``, ``∂q̈/∂q̇`` by forward differences (one batched regressor call
-of ``1 + 2n`` states). Process noise: the torque noise ``σ_τ`` through ``M⁻¹`` into ``q̈`` and the
-parameter random walk of :mod:`.drift` (``w_β ~ N(0, drift² s_β² h)``). Measurement: ``q`` and
-``q̇`` (``R = diag(σ_q², σ_q̇²)``), Joseph-form update. The parameter covariance is reported in the
-standard layout as ``G P_β Gᵀ`` (:func:`~sysid_ros.core.online.drift.base_to_standard`).
+``M`` and ``c`` come from one batched call of the torque regressor (τ is linear in q̈, so
+``M e_j = τ(q, 0, e_j) − τ(q, 0, 0)``). Jacobians: ``∂q̈/∂β = −M⁻¹ Y(q, q̇, q̈)`` analytically (the
+dynamics are linear in β in the inverse-dynamics form); ``∂q̈/∂q``, ``∂q̈/∂q̇ = −M⁻¹ ∂τ_id/∂(q, q̇)``
+by forward differences of the inverse dynamics (one batched call of ``1 + 2n`` states), refreshed
+every :data:`STATE_JACOBIAN_PERIOD` of data. Process noise: the torque noise ``σ_τ`` through
+``M⁻¹`` into ``q̈`` and the parameter random walk of :mod:`.drift` (``w_β ~ N(0, drift² s_β²
+h)``). Measurement: ``q`` and ``q̇`` (``R = diag(σ_q², σ_q̇²)``), Joseph-form update, then the
+estimate is projected onto the physically consistent set (estimate projection, Simon & Chia,
+IEEE TAES 38(2), 2002): each body's pseudo-inertia eigenvalues raised to at least
+:data:`MARGIN` × its scale, negative friction and rotor inertia set to 0; the covariance is kept.
+The parameter covariance is reported in the standard layout as ``G P_β Gᵀ``
+(:func:`~sysid_ros.core.online.drift.base_to_standard`).
 """
 
 from __future__ import annotations
@@ -27,12 +33,18 @@ import time
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
+from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, pseudo_inertia
 from sysid_ros.core.model.target import Target
-from sysid_ros.core.online.drift import INITIAL_STD, base_scale, base_to_standard
+from sysid_ros.core.online.drift import INITIAL_STD, base_scale, base_to_standard, parameter_scale
 from sysid_ros.core.online.estimator import OnlineLog
 
 #: forward-difference steps of the state Jacobians [rad, rad/s]
 FD_STEP = 1e-6
+#: [s] of data over which ∂q̈/∂q and ∂q̈/∂q̇ are reused (they change with the state, slowly at the
+#: sample rates of joint states; ∂q̈/∂β is exact at every step)
+STATE_JACOBIAN_PERIOD = 0.01
+#: smallest pseudo-inertia eigenvalue after projection, relative to the body's inertia scale
+MARGIN = 1e-4
 
 
 class AugmentedEKF:
@@ -66,12 +78,15 @@ class AugmentedEKF:
         self._p0 = np.diag((INITIAL_STD * scale) ** 2)
         self._drift = (drift * scale) ** 2  # [β² / s]
         self._sigma_tau = float(torque_noise)
+        self._inertia_scale = parameter_scale(target)[[sl.start + 4 for _, sl in target.body_blocks]]
         self._r = np.r_[np.full(self.n, position_noise**2), np.full(self.n, velocity_noise**2)]
         self.x: np.ndarray | None = None  # [q, q̇, β]
         self.covariance: np.ndarray | None = None  # (2n + r, 2n + r)
         self._beta = self.beta0.copy()
         self._p_beta = self._p0.copy()
         self._held: tuple[float, np.ndarray, np.ndarray] | None = None  # (t, τ, q̈ measured)
+        self._jacobian: tuple[np.ndarray, np.ndarray] | None = None
+        self._jacobian_age = 0.0
         self.samples = 0
         self.innovation = np.full(2 * self.n, np.nan)
 
@@ -106,7 +121,7 @@ class AugmentedEKF:
         covariance are kept."""
         if self.x is not None:
             self._beta, self._p_beta = self.beta.copy(), self.p_beta.copy()
-        self.x, self.covariance, self._held = None, None, None
+        self.x, self.covariance, self._held, self._jacobian = None, None, None, None
 
     def step(self, t: float, q, dq, ddq, tau) -> float | None:
         """One sample: predict from the previous one under its held torque, correct with ``q``
@@ -130,6 +145,7 @@ class AugmentedEKF:
                 raise DataError(f"t={t:.6f} s is not after the previous sample's {t0:.6f} s")
             x, cov, residual = self._predict(h, tau0, ddq0)
             self.x, self.covariance = self._correct(x, cov, np.r_[q, dq])
+            self.x[2 * self.n:] = self._project(self.x[2 * self.n:])
         self._held = (float(t), tau, ddq if np.all(np.isfinite(ddq)) else np.zeros(self.n))
         self.samples += 1
         return residual
@@ -138,35 +154,36 @@ class AugmentedEKF:
         n, x, cov = self.n, self.x, self.covariance
         q, v, beta = x[:n], x[n:2 * n], x[2 * n:]
         eye = np.eye(n)
-        qs = np.vstack((q, q + FD_STEP * eye, np.tile(q, (n, 1))))  # (1 + 2n, n)
-        vs = np.vstack((v, np.tile(v, (n, 1)), v + FD_STEP * eye))
-        y0, known = self.target.regressor(qs, vs, np.zeros_like(qs))
-        ym, m_known = self.target.mass_matrix(qs[:n + 1])
-        y0, ym = y0[..., self._indep], ym[..., self._indep]
-        c = y0 @ beta + known  # (1 + 2n, n)
-        mass = ym @ beta + m_known  # (1 + n, n, n)
+        # one batched regressor call: (q, q̇, 0), (q, 0, 0), (q, 0, e_j): c, gravity and M's columns
+        # (τ is linear in q̈, so M e_j = τ(q, 0, e_j) − τ(q, 0, 0))
+        qs = np.tile(q, (n + 2, 1))
+        vs = np.zeros((n + 2, n))
+        vs[0] = v
+        accs = np.vstack((np.zeros((2, n)), eye))
+        y, known = self.target.regressor(qs, vs, accs)
+        y = y[..., self._indep]
+        y_m = y[2:] - y[1]  # (n, n, r): Y_M with its column index first
+        mass = (y_m @ beta + known[2:] - known[1]).T  # (n, n)
+        mass = 0.5 * (mass + mass.T)
         try:
             np.linalg.cholesky(mass)
         except np.linalg.LinAlgError:
             raise DataError("the mass matrix of the current estimate is not positive definite: "
                             "sample rejected") from None
-        rhs = tau - c
-        m0 = mass[0]
-        acc = np.empty_like(rhs)
-        acc[:n + 1] = np.linalg.solve(mass, rhs[:n + 1, :, None])[..., 0]
-        acc[n + 1:] = np.linalg.solve(m0, rhs[n + 1:].T).T  # q̇ does not change M
-        a0 = acc[0]
-        j_q = ((acc[1:n + 1] - a0) / FD_STEP).T  # (n, n): column j = ∂q̈/∂q_j
-        j_v = ((acc[n + 1:] - a0) / FD_STEP).T
-        y_full = y0[0] + np.einsum("ijr,j->ir", ym[0], a0)  # Y(q, q̇, q̈) in β
-        j_b = -np.linalg.solve(m0, y_full)  # (n, r)
+        m_inv = np.linalg.inv(mass)
+        a0 = m_inv @ (tau - y[0] @ beta - known[0])
+        y_full = y[0] + np.einsum("jir,j->ir", y_m, a0)  # Y(q, q̇, q̈) in β
+        j_b = -m_inv @ y_full  # (n, r) = ∂q̈/∂β
+        if self._jacobian is None or self._jacobian_age >= STATE_JACOBIAN_PERIOD:
+            self._jacobian, self._jacobian_age = self._state_jacobian(q, v, a0, beta, m_inv), 0.0
+        self._jacobian_age += h
+        j_q, j_v = self._jacobian
         r = beta.size
         f = np.eye(2 * n + r)
         f[n:2 * n, :n] = h * j_q
         f[n:2 * n, n:2 * n] += h * j_v
         f[n:2 * n, 2 * n:] = h * j_b
         f[:n, :] = f[:n, :] + h * f[n:2 * n, :]  # q₊ = q + h q̇₊
-        m_inv = np.linalg.inv(m0)
         sigma_a = self._sigma_tau**2 * m_inv @ m_inv.T
         g = np.vstack((h * h * eye, h * eye))
         process = np.zeros_like(f)
@@ -175,9 +192,38 @@ class AugmentedEKF:
         v1 = v + h * a0
         x_pred = np.r_[q + h * v1, v1, beta]
         cov_pred = f @ cov @ f.T + process
-        torque = y0[0] + np.einsum("ijr,j->ir", ym[0], ddq_meas)
-        res = tau - torque @ beta - (known[0] + m_known[0] @ ddq_meas)
+        torque = y[0] + np.einsum("jir,j->ir", y_m, ddq_meas)
+        res = tau - torque @ beta - known[0] - (known[2:] - known[1]).T @ ddq_meas
         return x_pred, 0.5 * (cov_pred + cov_pred.T), float(res @ res)
+
+    def _state_jacobian(self, q, v, a0, beta, m_inv) -> tuple[np.ndarray, np.ndarray]:
+        """``(∂q̈/∂q, ∂q̈/∂q̇)`` ``(n, n)`` at ``(q, q̇, q̈ = a0)``: with ``τ = τ_id(q, q̇, q̈(q, q̇))``,
+        ``∂q̈/∂z = −M⁻¹ ∂τ_id/∂z`` (forward differences of the inverse dynamics, one batched call)."""
+        n = self.n
+        eye = FD_STEP * np.eye(n)
+        qs = np.vstack((q, q + eye, np.tile(q, (n, 1))))
+        vs = np.vstack((v, np.tile(v, (n, 1)), v + eye))
+        y, known = self.target.regressor(qs, vs, np.tile(a0, (2 * n + 1, 1)))
+        tau = y[..., self._indep] @ beta + known  # (1 + 2n, n)
+        d = (tau[1:] - tau[0]) / FD_STEP  # row j: ∂τ/∂z_j
+        return -m_inv @ d[:n].T, -m_inv @ d[n:].T
+
+    def _project(self, beta: np.ndarray) -> np.ndarray:
+        """``β`` of the nearest consistent standard vector (see the module's doc); unchanged when
+        it is consistent already."""
+        theta = self.prior + self._g @ (beta - self.beta0)
+        changed = False
+        for (_label, sl), scale in zip(self.target.body_blocks, self._inertia_scale, strict=True):
+            lam, vec = np.linalg.eigh(pseudo_inertia(theta[sl]))
+            floor = MARGIN * scale
+            if lam[0] < floor:
+                theta[sl] = body_params_from_pseudo_inertia((vec * np.maximum(lam, floor)) @ vec.T)
+                changed = True
+        negative = self.target.nonnegative[theta[self.target.nonnegative] < 0]
+        if negative.size:
+            theta[negative] = 0.0
+            changed = True
+        return self._b @ theta if changed else beta
 
     def _correct(self, x: np.ndarray, cov: np.ndarray, z: np.ndarray):
         m = z.size

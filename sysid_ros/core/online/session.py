@@ -89,7 +89,8 @@ class OnlineOptions:
     ``position_noise`` [rad] and ``velocity_noise`` [rad/s] on the measured q, q̇) and ``mhe``
     (:class:`~sysid_ros.core.online.mhe.MovingHorizon` on force rows over ``horizon`` [s], solved
     at ``solve_rate`` [Hz] of data time): the parameters drift by ``drift`` [1/√s] relative to
-    their scale (:mod:`~sysid_ros.core.online.drift`); ``torque_noise`` is σ_τ for both.
+    their scale (:mod:`~sysid_ros.core.online.drift`); ``torque_noise`` is σ_τ for both. The EKF
+    takes every sample (``stationary_cut`` and ``min_speed`` do not apply: it has no rows).
     Invalid values raise :class:`DataError`.
     """
 
@@ -372,7 +373,7 @@ class OnlineSession:
         refused = self.estimator.rejected
         self._counts["conditioned"] += len(out[0])
         self._time = float(out[0][-1])
-        if self.options.stationary_cut:
+        if self.options.stationary_cut and self.options.regression != "state":  # the EKF needs every sample
             for run, restart in self._moving_runs(out[2]):
                 if restart:
                     self.estimator.rows.restart()
