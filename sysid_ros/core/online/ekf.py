@@ -18,10 +18,13 @@ dynamics are linear in β in the inverse-dynamics form); ``∂q̈/∂q``, ``∂q
 by forward differences of the inverse dynamics (one batched call of ``1 + 2n`` states), refreshed
 every :data:`STATE_JACOBIAN_PERIOD` of data. Process noise: the torque noise ``σ_τ`` through
 ``M⁻¹`` into ``q̈`` and the parameter random walk of :mod:`.drift` (``w_β ~ N(0, drift² s_β²
-h)``). Measurement: ``q`` and ``q̇`` (``R = diag(σ_q², σ_q̇²)``), Joseph-form update, then the
-estimate is projected onto the physically consistent set (estimate projection, Simon & Chia,
-IEEE TAES 38(2), 2002): each body's pseudo-inertia eigenvalues raised to at least
-:data:`MARGIN` × its scale, negative friction and rotor inertia set to 0; the covariance is kept.
+h)``). Measurement: ``q`` and ``q̇`` (``R = diag(σ_q², σ_q̇²)``), Joseph-form update. When
+every standard parameter is a base parameter (a payload on an excited body: ``θ`` is ``β``
+reordered), the estimate is then projected onto the physically consistent set (estimate
+projection, Simon & Chia, IEEE TAES 38(2), 2002): each body's pseudo-inertia eigenvalues raised
+to at least :data:`MARGIN` × its scale, negative friction and rotor inertia set to 0; the
+covariance is kept. An arm's base parameters have no such projection (the standard vector they
+map to is one of many); a step whose mass matrix is not positive definite is refused.
 The parameter covariance is reported in the standard layout as ``G P_β Gᵀ``
 (:func:`~sysid_ros.core.online.drift.base_to_standard`).
 """
@@ -78,6 +81,8 @@ class AugmentedEKF:
         self._p0 = np.diag((INITIAL_STD * scale) ** 2)
         self._drift = (drift * scale) ** 2  # [β² / s]
         self._sigma_tau = float(torque_noise)
+        #: θ and β are the same numbers (reordered): the estimate can be projected exactly
+        self.projected = target.base.rank == target.n_params
         self._inertia_scale = parameter_scale(target)[[sl.start + 4 for _, sl in target.body_blocks]]
         self._r = np.r_[np.full(self.n, position_noise**2), np.full(self.n, velocity_noise**2)]
         self.x: np.ndarray | None = None  # [q, q̇, β]
@@ -145,7 +150,8 @@ class AugmentedEKF:
                 raise DataError(f"t={t:.6f} s is not after the previous sample's {t0:.6f} s")
             x, cov, residual = self._predict(h, tau0, ddq0)
             self.x, self.covariance = self._correct(x, cov, np.r_[q, dq])
-            self.x[2 * self.n:] = self._project(self.x[2 * self.n:])
+            if self.projected:
+                self.x[2 * self.n:] = self._project(self.x[2 * self.n:])
         self._held = (float(t), tau, ddq if np.all(np.isfinite(ddq)) else np.zeros(self.n))
         self.samples += 1
         return residual
