@@ -191,7 +191,8 @@ def mhe_rate() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="folder for the figures")
     parser.add_argument("--only", choices=("payload", "friction", "rate"), help="one part only")
     args = parser.parse_args()
