@@ -10,7 +10,7 @@ import pytest
 from conftest import TEST_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel
-from sysid_ros.core.data.dataset import write_csv
+from sysid_ros.core.data.dataset import Dataset, write_csv
 from sysid_ros.core.model.consistency import pseudo_inertia
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.online.drift import INITIAL_STD, parameter_scale
@@ -103,13 +103,15 @@ def test_ekf_and_mhe_options_are_checked():
 
 
 def test_identify_runs_ekf_and_mhe_from_the_cli(pickup, tmp_path):
-    """``sysid identify --method ekf|mhe`` on a CSV of the run: exit 0, result.json names the
-    method and ends near the payload's mass."""
+    """``sysid identify --method ekf|mhe`` on a CSV of the run after the pick-up: exit 0,
+    result.json names the method and ends near the payload's mass."""
     from sysid_ros.cli import main
 
     _target, run = pickup
     ds = run.dataset
-    csv = write_csv(ds, tmp_path / "run.csv")
+    late = ds.t >= CHANGE + 0.5  # the last 2.5 s, carrying the payload throughout
+    csv = write_csv(Dataset(ds.t[late], ds.joint_names, ds.q[late], ds.dq[late], ds.tau[late]),
+                    tmp_path / "run.csv")
     for method in ("mhe", "ekf"):
         out = tmp_path / method
         code = main(["identify", str(csv), "--model", str(TEST_ROBOTS / "ur5e.xml"), "--method", method,
