@@ -55,7 +55,7 @@ def test_ekf_tracks_a_payload_picked_up_and_reports_its_covariance(pickup):
     """The EKF on [q, q̇, payload] follows the mass step 0 → 1 kg within 0.5 s to 10 %, and holds
     it; its covariance shrinks from the prior's and covers the final error. RLS with forgetting
     (λ = 0.99: 0.4 s of memory at 250 Hz) on the same run is further from the new mass 0.5 s
-    after the change."""
+    after the change. Held still, the σ of what the data stop showing grows."""
     target, run = pickup
     options = OnlineOptions(method="ekf", sample_rate=RATE, drift=0.3, history=True)
     ekf = _replay(target, run, options)
@@ -70,6 +70,19 @@ def test_ekf_tracks_a_payload_picked_up_and_reports_its_covariance(pickup):
     assert abs(snap.theta[0] - MASS) < 3 * snap.std[0] + 0.02
     rls = _replay(target, run, OnlineOptions(method="rls", forgetting=0.99, sample_rate=RATE, history=True))
     assert abs(_mass(rls, CHANGE + 0.5) - MASS) > abs(_mass(ekf, CHANGE + 0.5) - MASS)
+    # then the arm holds still for 2 s: gravity still weighs the payload, nothing shows its
+    # rotational inertia, so the inertias' σ grows with the random walk and the mass's does not
+    ds = run.dataset
+    k = np.arange(1, round(2 * RATE) + 1)
+    q = np.repeat(ds.q[-1:], k.size, axis=0)
+    y, known = target.regressor(q, np.zeros_like(q), np.zeros_like(q))
+    tau = y @ run.payload_after + known + 0.05 * np.random.default_rng(5).standard_normal(q.shape)
+    ekf.push_batch(ds.t[-1] + k / RATE, q, np.zeros_like(q), tau)
+    held = ekf.snapshot()
+    izz = target.names.index("payload.Izz")
+    walk = options.drift * parameter_scale(target)[izz] * np.sqrt(2.0)  # the random walk's σ over 2 s
+    assert 1.2 * snap.std[izz] < held.std[izz] <= np.hypot(snap.std[izz], walk) * 1.01
+    assert held.std[0] < 1.5 * snap.std[0] and abs(held.theta[0] - MASS) < 0.1 * MASS
 
 
 def test_mhe_tracks_the_payload_and_every_estimate_is_consistent(pickup):
