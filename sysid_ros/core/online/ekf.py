@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, pseudo_inertia
@@ -308,8 +309,11 @@ class EKFEstimator:
         return True
 
     def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True) -> int:
-        """``K`` samples in order; returns how many the filter took."""
-        return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
+        """``K`` samples in order; returns how many the filter took. BLAS runs single-threaded
+        here: the filter's matrices are small (tens of rows), and a multi-threaded BLAS on them
+        is 20x slower on a loaded machine (threads spin-waiting for cores)."""
+        with threadpool_limits(limits=1, user_api="blas"):
+            return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
 
     @property
     def residual_rms(self) -> float:
