@@ -11,9 +11,11 @@
                    [--payload-only BODY] [--friction coulomb,viscous,offset] [--armature]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
                    [--columns FIELD=COLUMN,..] [--time-unit s|ms|us|ns] [--controller LAW:GAINS]
-                   online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
+                   online (--method rls|rls_logdet|momentum|ekf|mhe): [--alpha A] [--forgetting LAMBDA]
                    [--torque-noise NM] [--weighting fixed|adaptive] [--weight-memory S] [--cutoff HZ]
                    [--sample-rate HZ] [--gap-periods N] [--window S] [--min-speed RAD_S]
+                   [--drift PER_SQRT_S] [--position-noise RAD] [--velocity-noise RAD_S]
+                   [--horizon S] [--solve-rate HZ]
     sysid bag recover PATH    (a recording killed before it finished: the bag's path or its
                                .NAME.partial-* folder)
 
@@ -284,7 +286,7 @@ def _trust(result) -> int:
 
 
 def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
-    """The session options of ``identify --method rls|rls_logdet|momentum`` (the estimator node's
+    """The session options of ``identify --method rls|rls_logdet|momentum|ekf|mhe`` (the estimator node's
     parameters of the same names); the sample rate is the data's unless given."""
     values = {name: getattr(args, name) for name in OnlineOptions.names() if name != "method"}
     if values["sample_rate"] is None:
