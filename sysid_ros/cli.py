@@ -13,9 +13,11 @@
                    [--stribeck-velocity RAD_S]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
                    [--columns FIELD=COLUMN,..] [--time-unit s|ms|us|ns] [--controller LAW:GAINS]
-                   online (--method rls|rls_logdet|momentum): [--alpha A] [--forgetting LAMBDA]
+                   online (--method rls|rls_logdet|momentum|ekf|mhe): [--alpha A] [--forgetting LAMBDA]
                    [--torque-noise NM] [--weighting fixed|adaptive] [--weight-memory S] [--cutoff HZ]
                    [--sample-rate HZ] [--gap-periods N] [--window S] [--min-speed RAD_S]
+                   [--drift PER_SQRT_S] [--position-noise RAD] [--velocity-noise RAD_S]
+                   [--horizon S] [--solve-rate HZ]
     sysid monitor BAG_OR_CSV --model MODEL.xml [--result result.json] [--calibrate CONTACT_FREE_BAG |
                   --threshold NM[,NM..] | --calibration-time S] [--gain 1/S] [--sigma-factor K]
                   [--peak-factor F] [--margin NM] [--release R] [--json]
@@ -380,7 +382,7 @@ def _trust(result) -> int:
 
 
 def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
-    """The session options of ``identify --method rls|rls_logdet|momentum`` (the estimator node's
+    """The session options of ``identify --method rls|rls_logdet|momentum|ekf|mhe`` (the estimator node's
     parameters of the same names); the sample rate is the data's unless given."""
     values = {name: getattr(args, name) for name in OnlineOptions.names() if name != "method"}
     if values["sample_rate"] is None:
@@ -391,10 +393,12 @@ def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions
 def _add_online_options(parser: argparse.ArgumentParser) -> None:
     """One option per :class:`OnlineOptions` field (the estimator node's parameters), with its
     default and units."""
-    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum)")
+    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum, ekf, mhe)")
     defaults = OnlineOptions()
     metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
-               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S"}
+               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S",
+               "drift": "PER_SQRT_S", "position_noise": "RAD", "velocity_noise": "RAD_S", "horizon": "S",
+               "solve_rate": "HZ"}
     for name in OnlineOptions.names():
         if name in ("method", "stationary_cut"):  # shared with the batch methods
             continue

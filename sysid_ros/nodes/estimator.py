@@ -1,7 +1,7 @@
 """Node ``estimator``: online identification from live joint states.
 
 A thin facade over :class:`sysid_ros.core.online.session.OnlineSession` (the same session, with
-the same options, as ``sysid identify --method rls|rls_logdet|momentum``). Subscribes to
+the same options, as ``sysid identify --method rls|rls_logdet|momentum|ekf|mhe``). Subscribes to
 ``sensor_msgs/JointState`` (effort = measured torque) with a KEEP_ALL history; the subscription
 only queues, a timer on the steady clock (so it runs whatever ``/clock`` does) hands the queue to
 the session in one batch, so a burst is processed whole. Every loss the node can see is counted

@@ -162,7 +162,7 @@ def test_rows_the_estimator_refuses_are_counted(run):
 
 def test_options_are_checked_in_one_place(run):
     target, ds = run
-    for bad, match in (({"method": "ekf"}, "method must be one of"), ({"cutoff": 0.0}, "cutoff must be > 0"),
+    for bad, match in (({"method": "ukf"}, "method must be one of"), ({"cutoff": 0.0}, "cutoff must be > 0"),
                        ({"forgetting": 1.5}, r"forgetting must be in \(0, 1\]"),
                        ({"gap_periods": 0.5}, "gap_periods must be > 1"),
                        ({"weighting": "robust"}, "weighting must be one of"),

@@ -451,7 +451,7 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
                                            "p99": float(np.percentile(times, 99)) if times.size else None},
                         "residual_rms": est.residual_rms,
                         "final_divergence_to_truth": div[-1] if div else None}}
-    name = est.estimator if est.regression == "force" else "momentum"
+    name = "momentum" if est.regression == "momentum" else est.estimator
     result = _standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6),
                               SolverStatus(solver=est.estimator), extra)
     return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))

@@ -5,6 +5,9 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 * :mod:`.conditioning` — :class:`CausalConditioner`, one causal low-pass and one delay for all signals;
 * :mod:`.rows` — regression rows per sample (force, momentum, conservation, filtered, nuisance);
 * :mod:`.rls`, :mod:`.rls_logdet` — the recursive estimators; :mod:`.row_weights` — residual weights;
+* :mod:`.ekf` — :class:`AugmentedEKF`, the extended Kalman filter on ``[q, q̇, β]``;
+  :mod:`.mhe` — ``MovingHorizon``, the constrained sliding-window program (imports cvxpy);
+  :mod:`.drift` — the parameters' random walk both use;
 * :mod:`.estimator` — :class:`OnlineEstimator`, a row builder feeding an estimator, with diagnostics;
 * :mod:`.session` — :class:`OnlineSession`: stream checks, gaps, conditioning, rows and estimator in
   one place, :class:`OnlineOptions` in, :class:`OnlineEstimate` out (the node and the CLI run it);
@@ -12,6 +15,7 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 """
 
 from sysid_ros.core.online.conditioning import CausalConditioner, CausalFilter
+from sysid_ros.core.online.ekf import AugmentedEKF, EKFEstimator
 from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, OnlineLog
 from sysid_ros.core.online.rls import RecursiveLeastSquares
 from sysid_ros.core.online.rls_logdet import RLSLogDet
@@ -35,9 +39,11 @@ from sysid_ros.core.online.session import (
 __all__ = [
     "ONLINE_METHODS",
     "WEIGHTINGS",
+    "AugmentedEKF",
     "CausalConditioner",
     "CausalFilter",
     "ConservationRows",
+    "EKFEstimator",
     "ForceRows",
     "MomentumRows",
     "Nuisance",

@@ -1,4 +1,4 @@
-"""The online estimator: a row builder feeding RLS or RLS log-det-div, with diagnostics."""
+"""The online estimator: a row builder feeding RLS, RLS log-det-div or MHE, with diagnostics."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sysid_ros.core.online.rows import (
     Regression,
 )
 
-Estimator = Literal["rls", "rls_logdet"]
+Estimator = Literal["rls", "rls_logdet", "mhe"]
 Weighting = Literal["fixed", "adaptive"]
 WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
 
@@ -61,6 +61,8 @@ class OnlineEstimator:
     ``weighting="adaptive"``: W = 1/σ̂² per row instead, σ̂ estimated online from the
     residuals with ``weight_memory`` [s] of memory at ``sample_rate`` [Hz] rows, never above
     ``weight`` (:class:`~sysid_ros.core.online.row_weights.ResidualWeights`).
+    ``estimator="mhe"``: :class:`~sysid_ros.core.online.mhe.MovingHorizon` over ``horizon`` [s]
+    of rows, solved ``solve_rate`` times per second of data, parameters drifting by ``drift``.
     """
 
     def __init__(self, target: Target, *, regression: Regression = "force",
@@ -69,7 +71,8 @@ class OnlineEstimator:
                  window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
                  truth: np.ndarray | None = None, min_speed: float = 0.0,
                  weighting: Weighting = "fixed", weight_memory: float = 1.0,
-                 sample_rate: float = 500.0) -> None:
+                 sample_rate: float = 500.0, horizon: float = 2.0, solve_rate: float = 10.0,
+                 drift: float = 0.1) -> None:
         self.target = target
         self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
         if regression == "force":
@@ -97,8 +100,13 @@ class OnlineEstimator:
         elif estimator == "rls":
             self.core = RecursiveLeastSquares(self.prior, p0, forgetting=forgetting,
                                               noise=1.0 / np.sqrt(weight))
+        elif estimator == "mhe":
+            from sysid_ros.core.online.mhe import MovingHorizon  # cvxpy only when used
+
+            self.core = MovingHorizon(target, self.prior, weight=float(np.mean(weight)), horizon=horizon,
+                                      solve_rate=solve_rate, drift=drift)
         else:
-            raise DataError(f"unknown estimator {estimator!r}; expected rls or rls_logdet")
+            raise DataError(f"unknown estimator {estimator!r}; expected rls, rls_logdet or mhe")
         self.regression, self.estimator = regression, estimator
         self.truth = truth
         self.log = OnlineLog()
@@ -157,7 +165,7 @@ class OnlineEstimator:
         residual = y - a @ self.core.theta
         fed = (a, y) if self.row_weights is None else self.row_weights.whiten(a, y, self.core.theta)
         try:
-            self.core.update(*fed)
+            self.core.update(*fed, **({"t": float(t)} if getattr(self.core, "timed", False) else {}))
         except (SysIdError, np.linalg.LinAlgError) as exc:
             self.rejected += 1
             self.last_rejection = (float(t), str(exc))

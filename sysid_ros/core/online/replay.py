@@ -1,6 +1,6 @@
 """Recorded data through an :class:`~sysid_ros.core.online.session.OnlineSession`, sample by
 sample, as a live stream would arrive (tune online estimators offline). Used by
-``sysid identify --method rls|rls_logdet|momentum``; the ``estimator`` node runs the same session."""
+``sysid identify --method rls|rls_logdet|momentum|ekf|mhe``; the ``estimator`` node runs the same session."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
                         counted; a gap:    delay; rows withheld   Rows
                         filters restart    while it settles)
 
-The ``estimator`` node and ``sysid identify --method rls|rls_logdet|momentum`` both run an
+The ``estimator`` node and ``sysid identify --method rls|rls_logdet|momentum|ekf|mhe`` both run an
 :class:`OnlineSession` with the same :class:`OnlineOptions`; the node adds only messages, queues
 and publication. Nothing here looks ahead: a sample is processed when it is pushed, and the
 estimate does not depend on how the stream is cut into batches.
@@ -33,7 +33,7 @@ from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighti
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
 
-Method = Literal["rls", "rls_logdet", "momentum"]
+Method = Literal["rls", "rls_logdet", "momentum", "ekf", "mhe"]
 ONLINE_METHODS: tuple[str, ...] = get_args(Method)
 #: why a pushed sample did not reach the estimate: non-finite values, a time not after the
 #: previous sample's (stale, repeated or out of order), rows the estimator refused
@@ -42,7 +42,9 @@ REJECTION_REASONS: tuple[str, ...] = ("nan", "stale", "update")
 #: one line per option, units included: the node's parameter descriptions and the CLI's help
 OPTION_HELP: dict[str, str] = {
     "method": "rls (force rows, RLS) | rls_logdet (force rows, RLS log-det-div) | "
-              "momentum (generalised-momentum rows, RLS log-det-div; no accelerations)",
+              "momentum (generalised-momentum rows, RLS log-det-div; no accelerations) | "
+              "ekf (extended Kalman filter on [q, q̇, base parameters]) | "
+              "mhe (moving-horizon constrained convex program on force rows)",
     "alpha": "log-det regularisation strength (units of the weighted squared residuals)",
     "forgetting": "forgetting factor λ in (0, 1] (0.98-0.995 to track changes)",
     "torque_noise": "torque noise σ [N·m]: row weight 1/σ²",
@@ -57,6 +59,12 @@ OPTION_HELP: dict[str, str] = {
     "min_speed": "force rows of joints slower than this [rad/s] are not used (Coulomb friction)",
     "stationary_cut": "samples with every joint slower than 0.01 rad/s add no row (they carry "
                       "static friction, which no identified model has); false keeps them",
+    "drift": "ekf, mhe: random walk of the parameters [1/√s], relative to each one's scale "
+             "(body: prior mass m, m·L, m·L²; friction: |prior|, at least 0.1)",
+    "position_noise": "ekf: position measurement noise σ_q [rad]",
+    "velocity_noise": "ekf: velocity measurement noise σ_q̇ [rad/s]",
+    "horizon": "mhe: length of the sliding window [s] (2-5 typical)",
+    "solve_rate": "mhe: window solves per second of data [Hz]",
 }
 
 
@@ -77,6 +85,12 @@ class OnlineOptions:
     than :data:`~sysid_ros.core.data.stationary.STATIONARY_SPEED` adds no row (counted
     ``stationary``; the momentum windows restart when motion resumes); ``history``: keep every
     estimate (:attr:`OnlineEstimator.log`, for ``estimates.csv``; a node leaves it off).
+    ``ekf`` (:class:`~sysid_ros.core.online.ekf.AugmentedEKF` on [q, q̇, β], τ as input,
+    ``position_noise`` [rad] and ``velocity_noise`` [rad/s] on the measured q, q̇) and ``mhe``
+    (:class:`~sysid_ros.core.online.mhe.MovingHorizon` on force rows over ``horizon`` [s], solved
+    at ``solve_rate`` [Hz] of data time): the parameters drift by ``drift`` [1/√s] relative to
+    their scale (:mod:`~sysid_ros.core.online.drift`); ``torque_noise`` is σ_τ for both. The EKF
+    takes every sample (``stationary_cut`` and ``min_speed`` do not apply: it has no rows).
     Invalid values raise :class:`DataError`.
     """
 
@@ -92,6 +106,11 @@ class OnlineOptions:
     window: float = 0.5
     min_speed: float = 0.05
     stationary_cut: bool = True
+    drift: float = 0.1
+    position_noise: float = 0.001
+    velocity_noise: float = 0.01
+    horizon: float = 2.0
+    solve_rate: float = 10.0
     history: bool = False
 
     def __post_init__(self) -> None:
@@ -101,11 +120,14 @@ class OnlineOptions:
             raise DataError(f"weighting must be one of {list(WEIGHTINGS)}, got {self.weighting!r}")
         if not 0.0 < self.forgetting <= 1.0:
             raise DataError(f"forgetting must be in (0, 1], got {self.forgetting}")
-        for name in ("alpha", "torque_noise", "weight_memory", "cutoff", "sample_rate", "window"):
+        for name in ("alpha", "torque_noise", "weight_memory", "cutoff", "sample_rate", "window",
+                     "position_noise", "velocity_noise", "horizon", "solve_rate"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise DataError(f"{name} must be > 0, got {getattr(self, name)}")
         if not self.gap_periods > 1.0:
             raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
+        if not (self.drift >= 0 and math.isfinite(self.drift)):
+            raise DataError(f"drift must be a finite number >= 0, got {self.drift}")
         if not self.min_speed >= 0:
             raise DataError(f"min_speed must be >= 0, got {self.min_speed}")
         if not isinstance(self.stationary_cut, bool | np.bool_):
@@ -118,13 +140,13 @@ class OnlineOptions:
 
     @property
     def estimator(self) -> str:
-        """``rls`` or ``rls_logdet``."""
-        return "rls" if self.method == "rls" else "rls_logdet"
+        """``rls``, ``rls_logdet``, ``ekf`` or ``mhe``."""
+        return self.method if self.method in ("rls", "ekf", "mhe") else "rls_logdet"
 
     @property
     def regression(self) -> str:
-        """``force`` or ``momentum``."""
-        return "momentum" if self.method == "momentum" else "force"
+        """``force``, ``momentum`` or ``state`` (the EKF: no regression rows)."""
+        return {"momentum": "momentum", "ekf": "state"}.get(self.method, "force")
 
     @property
     def effective_cutoff(self) -> float:
@@ -351,7 +373,7 @@ class OnlineSession:
         refused = self.estimator.rejected
         self._counts["conditioned"] += len(out[0])
         self._time = float(out[0][-1])
-        if self.options.stationary_cut:
+        if self.options.stationary_cut and self.options.regression != "state":  # the EKF needs every sample
             for run, restart in self._moving_runs(out[2]):
                 if restart:
                     self.estimator.rows.restart()
@@ -424,6 +446,11 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
     period = 1.0 / options.sample_rate
     adaptive = dict(weighting=options.weighting, weight_memory=options.weight_memory,
                     sample_rate=options.sample_rate)
+    if options.method == "ekf":
+        from sysid_ros.core.online.ekf import EKFEstimator
+
+        return EKFEstimator(target, torque_noise=sigma, position_noise=options.position_noise,
+                            velocity_noise=options.velocity_noise, drift=options.drift)
     if options.regression == "momentum":
         # rows are torque integrals over up to one window: noise σ·√(window·h)
         weight = 1.0 / (sigma**2 * options.window * period)
@@ -432,4 +459,5 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
                                window=options.window, **adaptive)
     return OnlineEstimator(target, regression="force", estimator=options.estimator,
                            alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
-                           min_speed=options.min_speed, **adaptive)
+                           min_speed=options.min_speed, horizon=options.horizon,
+                           solve_rate=options.solve_rate, drift=options.drift, **adaptive)
