@@ -34,6 +34,7 @@ import numpy as np
 
 from sysid_ros.core import base_parameters, run_offline_pipeline
 from sysid_ros.core.batch.identify import (
+    COMMAND_METHODS,
     METHODS,
     IdentifyOptions,
     check_method,
@@ -205,7 +206,7 @@ def _identify(args: argparse.Namespace) -> int:
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr))
     ds = read_data(args.data, joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
-                   **_csv_layout(args))
+                   commands=args.method in COMMAND_METHODS or bool(args.controller), **_csv_layout(args))
     ds = _controlled(_calibrated(ds.for_model(model), args), args)
     prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress)
     online = None
@@ -220,7 +221,7 @@ def _identify(args: argparse.Namespace) -> int:
     if args.validate:
         val = _calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
                                     command_topic=args.command_topic,
-                                    joint_names=model.dof_joint_names,
+                                    joint_names=model.dof_joint_names, commands=False,
                                     **_csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress)
     evaluation = evaluate(result, prep, validation=val_prep)

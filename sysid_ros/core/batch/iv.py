@@ -14,13 +14,16 @@ instruments ``Z (r, n_b)`` built from a simulation of the robot with the previou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg
 
-from sysid_ros.core.batch.convex import ConvexSolution, least_squares_program
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
+
+if TYPE_CHECKING:  # cvxpy is imported by the constrained step only
+    from sysid_ros.core.batch.convex import ConvexSolution
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
         beta = np.linalg.solve(zs.T @ xs, zs.T @ y) / scale
     else:
         assert b_matrix is not None
+        from sysid_ros.core.batch.convex import least_squares_program
+
         # ½‖P_Z(y − XBθ)‖² = ½‖Q_Zᵀ(y − XBθ)‖² + const
         solution = least_squares_program(target, qz.T @ (x @ b_matrix), qz.T @ y)
         theta = solution.theta
