@@ -243,13 +243,18 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
             if js_conn.msgtype != JOINT_STATE_TYPE:
                 raise DataError(f"{path}: {joint_states_topic!r} carries {js_conn.msgtype}, expected "
                                 f"{JOINT_STATE_TYPE}")
-            states = _read_states(reader, js_conn, store, path, joint_states_topic)
+            cmd_conn = topics.get(command_topic)
+            if not (commands and cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE):
+                cmd_conn = None
+            # one pass over the bag for both topics (each pass parses every record of its chunks)
+            messages = _topic_messages(reader, [js_conn] + ([cmd_conn] if cmd_conn else []))
+            states = _read_states(*messages[js_conn.id], js_conn.msgtype, store, path,
+                                  joint_states_topic)
             command = None
             truth_estimate = _recorded_truth(reader, store)
-            cmd_conn = topics.get(command_topic)
-            if commands and cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE:
-                command = _read_commands(reader, cmd_conn, store, states["names"], states["t0_ns"],
-                                         path, command_topic)
+            if cmd_conn is not None:
+                command = _read_commands(*messages[cmd_conn.id], cmd_conn.msgtype, store,
+                                         states["names"], states["t0_ns"], path, command_topic)
     except (ReaderError, FileNotFoundError) as exc:
         raise DataError(f"{path}: not a readable rosbag2 bag ({exc})") from exc
     truth = None
@@ -299,20 +304,21 @@ def _recorded_truth(reader: Reader, store: Typestore) -> Any | None:
     return found
 
 
-def _topic_messages(reader: Reader, conn) -> tuple[list[bytes], np.ndarray]:
-    """The serialised messages of ``conn`` and their log times [ns], in the bag's order."""
-    raws, log_times = [], []
-    for _, ns, raw in reader.messages(connections=[conn]):
-        raws.append(raw)
-        log_times.append(ns)
-    return raws, np.array(log_times, dtype=np.int64)
+def _topic_messages(reader: Reader, conns: list) -> dict[int, tuple[list[bytes], np.ndarray]]:
+    """Per connection id: its serialised messages and their log times [ns], in the bag's order."""
+    raws: dict[int, list[bytes]] = {c.id: [] for c in conns}
+    log_times: dict[int, list[int]] = {c.id: [] for c in conns}
+    for conn, ns, raw in reader.messages(connections=conns):
+        raws[conn.id].append(raw)
+        log_times[conn.id].append(ns)
+    return {k: (raws[k], np.array(log_times[k], dtype=np.int64)) for k in raws}
 
 
-def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str) -> dict[str, Any]:
-    raws, log_times = _topic_messages(reader, conn)
+def _read_states(raws: list[bytes], log_times: np.ndarray, msgtype: str, store: Typestore, path: Path,
+                 topic: str) -> dict[str, Any]:
     if not raws:
         raise DataError(f"{path}:{topic}: the topic has no messages")
-    groups = read_joint_arrays(raws, store, conn.msgtype)  # position, velocity, effort
+    groups = read_joint_arrays(raws, store, msgtype)  # position, velocity, effort
     names = groups[0].names
     n = len(names)
     for g in groups:  # ordered by their first sample: the first bad sample is named
@@ -340,13 +346,12 @@ def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str)
             "tau": tau[order], "t0_ns": int(stamps[0])}
 
 
-def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[str, ...], t0_ns: int,
-                   path: Path, topic: str) -> CommandLog | None:
+def _read_commands(raws: list[bytes], log_times: np.ndarray, msgtype: str, store: Typestore,
+                   joint_names: tuple[str, ...], t0_ns: int, path: Path, topic: str) -> CommandLog | None:
     """Commands on the joint states' clock (``t0_ns`` = time of the first joint state), matched by
     joint name. Messages a robot would refuse — not naming every joint, arrays of the wrong
     length, non-finite targets — are skipped and counted (a warning names how many and why); if
     no message is usable, :class:`DataError` says why."""
-    raws, log_times = _topic_messages(reader, conn)
     total = len(raws)
     stamps = np.zeros(total, dtype=np.int64)
     values = np.full((total, 5, len(joint_names)), np.nan)  # q_ref, dq_ref, tau_ff, kp, kd
@@ -358,7 +363,7 @@ def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[st
             first, count = skipped.get(why, [total, 0])
             skipped[why] = [min(first, int(index[0])), count + int(index.size)]
 
-    for g in read_joint_arrays(raws, store, conn.msgtype) if raws else []:
+    for g in read_joint_arrays(raws, store, msgtype) if raws else []:
         names = list(g.names)
         n = len(names)
         missing = [j for j in joint_names if j not in names]
