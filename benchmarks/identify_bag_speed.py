@@ -5,7 +5,9 @@
 The bag is made by ``sysid simulate test/robots/ur5e.xml --duration 20 --rate 1000`` (not
 counted). Every run is a fresh process (interpreter start included), median of ``--repeats``:
 
-* ``bag`` / ``bag --no-plots`` / ``csv``: the plain command, wall time;
+* ``bag`` / ``bag --no-plots`` / ``csv``: the plain command, wall time; ``bag, 1 BLAS thread``:
+  the same with ``OPENBLAS_NUM_THREADS=1`` (on a machine loaded beyond its cores, BLAS threads
+  spin waiting for each other);
 * the breakdown: the same command in a process that times its stages by wrapping the CLI's own
   functions (import of ``sysid_ros.cli``; bag read; model set-up; prepare; solve; evaluate and
   write; the rest is interpreter start and argument parsing).
@@ -27,6 +29,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
+#: OpenBLAS on one thread: on a machine busier than its cores, BLAS threads wait for each other
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 STAGES = ("import", "bag read", "model set-up", "prepare", "solve", "evaluate + write")
 
 
@@ -65,13 +69,44 @@ def _child(argv: list[str]) -> int:
     return code
 
 
-def _run(cmd: list[str]) -> tuple[float, str]:
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          env=None if env is None else os.environ | env)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
     return wall, proc.stdout
+
+
+def _read_figures(bag: Path, repeats: int) -> str:
+    """In-process bag read times (median): joint states only, with the commands, and rosbags
+    deserialising every message into objects (what the reader did per message before)."""
+    sys.path.insert(0, str(ROOT))
+    from rosbags.rosbag2 import Reader
+
+    from sysid_ros.core.data.bag import read_bag, typestore
+
+    store = typestore()
+
+    def objects() -> None:
+        with Reader(bag) as reader:
+            for conn, _, raw in reader.messages():
+                store.deserialize_cdr(raw, conn.msgtype)
+
+    times = {}
+    for name, fn in (("joint states", lambda: read_bag(bag, commands=False)),
+                     ("with commands", lambda: read_bag(bag)), ("rosbags objects", objects)):
+        runs = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t0)
+        times[name] = statistics.median(runs)
+    ratio = times["rosbags objects"] / times["with commands"]
+    return (f"  bag read in one process: joint states {times['joint states']:.2f} s, with commands "
+            f"{times['with commands']:.2f} s; rosbags deserialising every message into objects "
+            f"{times['rosbags objects']:.2f} s (ratio {ratio:.1f})")
 
 
 def _summary(values: list[float]) -> str:
@@ -105,13 +140,16 @@ def main() -> int:
         print(f"sysid identify --method {args.method}: {args.duration:g} s at {args.rate:g} Hz "
               f"({args.storage} bag; UR5e), median of {args.repeats} fresh processes; "
               f"load average {load:.1f} on {os.cpu_count()} CPUs")
-        walls: dict[str, list[float]] = {"bag": [], "bag --no-plots": [], "csv": []}
+        walls: dict[str, list[float]] = {"bag": [], "bag --no-plots": [], "bag, 1 BLAS thread": [],
+                                         "csv": []}
         stages: dict[str, list[float]] = {s: [] for s in (*STAGES, "rest")}
         for k in range(args.repeats):
             out = Path(tmp) / f"out{k}"
             walls["bag"].append(_run([*sysid, "identify", str(bag), *common, "--out", str(out)])[0])
             walls["bag --no-plots"].append(_run([*sysid, "identify", str(bag), *common, "--no-plots",
                                                  "--out", str(out)])[0])
+            walls["bag, 1 BLAS thread"].append(_run([*sysid, "identify", str(bag), *common, "--out",
+                                                     str(out)], env=ONE_THREAD)[0])
             walls["csv"].append(_run([*sysid, "identify", str(csv), *common, "--out", str(out)])[0])
             wall, text = _run([*env_python, __file__, "--child", str(bag), *common,
                                "--out", str(out)])
@@ -127,6 +165,7 @@ def main() -> int:
         ratio = statistics.median(walls["bag"]) / statistics.median(walls["csv"])
         print(f"  bag / csv {ratio:.2f}; target: bag < 2 s "
               f"({'met' if statistics.median(walls['bag']) < 2.0 else 'not met'})")
+        print(_read_figures(bag, args.repeats))
         print(f"  load average after: {os.getloadavg()[0]:.1f}")
     return 0
 
