@@ -1,8 +1,8 @@
 """The bag reader's CDR column path (``sysid_ros.core.data.cdr``) against rosbags' own
 deserialisation, message by message and field by field (bit for bit, NaN included), on real bags:
-written by ``write_bag`` (rosbags' serialiser) and by ``BagRecording`` from messages serialised by
-rclpy (the ROS middleware's serialiser, the bytes the recorder gets off the wire), MCAP and
-sqlite3."""
+written by ``write_bag`` (rosbags' serialiser) and by ``BagRecording`` (the recorder's writer) from
+messages serialised by rclpy (the middleware's type support, which leaves alignment padding
+uninitialised), MCAP and sqlite3."""
 
 from __future__ import annotations
 
