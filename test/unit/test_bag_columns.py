@@ -201,3 +201,22 @@ def test_a_topic_changing_its_joints_is_named_at_the_first_changed_sample(tmp_pa
     path = write_bag(tmp_path / "short", [TopicData("/joint_states", JOINT_STATE_TYPE, short)])
     with pytest.raises(DataError, match="sample 7 has 3 positions and 2 efforts for 3 joints"):
         read_bag(path)
+
+
+def test_the_command_line_reads_commands_for_the_iv_methods_only(tmp_path, capsys):
+    from conftest import TEST_ROBOTS
+
+    from sysid_ros.cli import main
+
+    states = _state_messages()[:20]
+    unusable = [(ns, motor_command_message(ns, ["other"], [0.0], [0.0], [0.0], [], []))
+                for ns, _ in states]
+    bag = write_bag(tmp_path / "bag", [TopicData("/joint_states", JOINT_STATE_TYPE, states),
+                                       TopicData("/motor_command", MOTOR_COMMAND_TYPE, unusable)])
+    argv = ["identify", str(bag), "--model", str(TEST_ROBOTS / "ur5e.xml"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--method", "pc_iv"]) == 1
+    assert "no usable command: 20 not naming joints ['j1', 'j2', 'j3']" in capsys.readouterr().err
+    # ols never reads them: it gets as far as matching the bag's joints to the model's
+    assert main([*argv, "--method", "ols"]) == 1
+    err = capsys.readouterr().err
+    assert "usable command" not in err and "of the model are not in the data" in err, err
