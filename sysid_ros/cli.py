@@ -44,6 +44,7 @@ import numpy as np
 
 from sysid_ros.core import base_parameters, run_offline_pipeline
 from sysid_ros.core.batch.identify import (
+    COMMAND_METHODS,
     METHODS,
     IdentifyOptions,
     check_method,
@@ -222,7 +223,7 @@ def _identify(args: argparse.Namespace) -> int:
         return _identify_runs(args, model, target, settings, options)
     ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
-                   **_csv_layout(args))
+                   commands=args.method in COMMAND_METHODS or bool(args.controller), **_csv_layout(args))
     ds = _controlled(_calibrated(ds.for_model(model), args), args)
     prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress,
                    stribeck_velocity=options.stribeck_velocity)
@@ -239,7 +240,7 @@ def _identify(args: argparse.Namespace) -> int:
     if args.validate:
         val = _calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
                                     command_topic=args.command_topic,
-                                    joint_names=model.dof_joint_names,
+                                    joint_names=model.dof_joint_names, commands=False,
                                     **_csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
                            search_stribeck=False)

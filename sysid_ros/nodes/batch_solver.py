@@ -30,7 +30,14 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
 
-from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, check_method, prepare, run_method
+from sysid_ros.core.batch.identify import (
+    COMMAND_METHODS,
+    METHODS,
+    IdentifyOptions,
+    check_method,
+    prepare,
+    run_method,
+)
 from sysid_ros.core.batch.multi_run import identify_runs, parse_payloads, prepare_runs
 from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
 from sysid_ros.core.data.columns import ColumnMap, time_scale
@@ -245,7 +252,8 @@ class BatchSolverNode(Node):
             ds = read_data(bag,
                            joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
                            command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                           joint_names=model.dof_joint_names, **self._csv_layout(bag)
+                           joint_names=model.dof_joint_names, **self._csv_layout(bag),
+                           commands=method in COMMAND_METHODS or bool(self._get("controller"))
                            ).for_model(model).with_torque_calibration(
                 self._get("torque_scale"), self._get("torque_offset"))
             if self._get("controller"):

@@ -15,16 +15,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
-from sysid_ros.core.batch.convex import (
-    ConvexSolution,
-    compress,
-    dual_metric_program,
-    least_squares_program,
-)
 from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step
 from sysid_ros.core.batch.least_squares import (
     coulomb_rows,
@@ -63,11 +57,16 @@ from sysid_ros.core.result import (
 from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import Payload, with_payload
 
+if TYPE_CHECKING:  # the convex programs (cvxpy) are imported by the methods that solve one
+    from sysid_ros.core.batch.convex import ConvexSolution
+
 log = logging.getLogger(__name__)
 
 Method = Literal["ols", "wls", "pc_ls", "energy", "wls_logdet", "wls_pullback", "dual_metric", "iv",
                  "pc_iv"]
 METHODS: tuple[str, ...] = get_args(Method)
+#: methods that simulate the recorded closed loop: only they read a bag's MotorCommand topic
+COMMAND_METHODS: tuple[str, ...] = ("iv", "pc_iv")
 #: default regularisation weight of wls_logdet / wls_pullback (relative to the normalised fit)
 DEFAULT_REGULARIZATION = 1e-3
 
@@ -458,12 +457,16 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
 
 
 def _pc_ls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    from sysid_ros.core.batch.convex import least_squares_program
+
     w, rhs, _ = prep.rows(np.arange(prep.target.n_params))
     sol = least_squares_program(prep.target, w, rhs)
     return _standard_result("pc_ls", prep, sol.theta, sol.solve_time, _solver_status(sol), _multipliers(sol))
 
 
 def _energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    from sysid_ros.core.batch.convex import least_squares_program
+
     # rows: q̇_kᵀ Y_k θ = q̇_kᵀ τ_k (eq. 9), one per sample
     dq = np.where(prep.mask, prep.dq, 0.0)
     w = np.einsum("kj,kjp->kp", dq, prep.x)
@@ -485,6 +488,8 @@ def _weighted_rows(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _regularised(kind: str) -> Callable:
     def run(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+        from sysid_ros.core.batch.convex import least_squares_program
+
         w, rhs, sigma = _weighted_rows(prep)
         weight = options.regularization if options.regularization > 0 else DEFAULT_REGULARIZATION
         sol = least_squares_program(prep.target, w, rhs, regularizer=kind, weight=weight)
@@ -495,6 +500,8 @@ def _regularised(kind: str) -> Callable:
 
 
 def _dual_metric(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
+    from sysid_ros.core.batch.convex import dual_metric_program
+
     # samples where a Coulomb row is unreliable are left out; up to max_samples, evenly spread
     usable = np.flatnonzero(prep.mask.all(axis=1))
     pick = np.linspace(0, len(usable) - 1, min(len(usable), options.max_samples)).round().astype(int)
@@ -596,6 +603,8 @@ def _consistent_from_base(prep: Prepared, beta: np.ndarray) -> ConvexSolution:
     """The physically consistent, plausible θ (within the target's bounds) whose base parameters
     are closest to ``beta`` in the data's own metric, ‖X_b (Bθ − β)‖ (torque on the regression
     rows); directions the data determine worse than their noise come from the prior."""
+    from sysid_ros.core.batch.convex import compress, least_squares_program
+
     target = prep.target
     w, rhs, _ = prep.rows()
     r, _ = compress(w, np.zeros(w.shape[0]))
@@ -612,6 +621,8 @@ def _plausible_fit(prep: Prepared) -> ConvexSolution:
     bounds. When β (least squares) is plausible, Bθ = β; otherwise ‖X_b(Bθ − β)‖ is the smallest
     torque change that makes it so (‖Xθ − y‖² = ‖X_b(Bθ − β)‖² + const), and the prior fills the
     directions the data determine worse than their noise (``ConvexProgram.prior_pull``)."""
+    from sysid_ros.core.batch.convex import least_squares_program
+
     w, rhs, _ = prep.rows(np.arange(prep.target.n_params))
     return least_squares_program(prep.target, w, rhs)
 

@@ -14,14 +14,17 @@ instruments ``Z (r, n_b)`` built from a simulation of the robot with the previou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg
 
-from sysid_ros.core.batch.convex import ConvexSolution, least_squares_program
 from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
+
+if TYPE_CHECKING:  # cvxpy is imported by the constrained step only
+    from sysid_ros.core.batch.convex import ConvexSolution
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
         beta = np.linalg.lstsq(qz.T @ xs, qz.T @ y, rcond=None)[0] / scale
     else:
         assert b_matrix is not None
+        from sysid_ros.core.batch.convex import least_squares_program
+
         # ½‖P_Z(y − XBθ)‖² = ½‖Q_Zᵀ(y − XBθ)‖² + const
         # the residual outside the instruments' span as one more (constant) row: the program's
         # residual, which scales its pull toward the nominal model, is then the data's noise level

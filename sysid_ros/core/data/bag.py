@@ -39,6 +39,7 @@ from rosbags.rosbag2.errors import ReaderError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sysid_ros.core.data.cdr import read_joint_arrays
 from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
 from sysid_ros.core.errors import DataError
@@ -68,11 +69,6 @@ def typestore() -> Typestore:
 
 
 log = logging.getLogger(__name__)
-
-
-def _stamp_ns(msg: Any) -> int:
-    stamp = msg.header.stamp
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 def stream_times(stamps: Sequence[int], log_times: Sequence[int], where: str) -> list[int]:
@@ -220,8 +216,9 @@ def dataset_topics(dataset: Dataset, *, joint_states_topic: str = JOINT_STATES,
 
 
 def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
-             command_topic: str = MOTOR_COMMAND) -> Dataset:
-    """Read joint states (and commands when recorded) from a bag directory (MCAP or sqlite3).
+             command_topic: str = MOTOR_COMMAND, commands: bool = True) -> Dataset:
+    """Read joint states (and commands when recorded and ``commands``: only the IV methods use
+    them) from a bag directory (MCAP or sqlite3).
 
     Raises :class:`DataError` for a missing or unreadable bag, a missing topic (listing the
     topics present), inconsistent joint names or non-increasing times. Gaps are not errors:
@@ -246,13 +243,18 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
             if js_conn.msgtype != JOINT_STATE_TYPE:
                 raise DataError(f"{path}: {joint_states_topic!r} carries {js_conn.msgtype}, expected "
                                 f"{JOINT_STATE_TYPE}")
-            states = _read_states(reader, js_conn, store, path, joint_states_topic)
+            cmd_conn = topics.get(command_topic)
+            if not (commands and cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE):
+                cmd_conn = None
+            # one pass over the bag for both topics (each pass parses every record of its chunks)
+            messages = _topic_messages(reader, [js_conn] + ([cmd_conn] if cmd_conn else []))
+            states = _read_states(*messages[js_conn.id], js_conn.msgtype, store, path,
+                                  joint_states_topic)
             command = None
             truth_estimate = _recorded_truth(reader, store)
-            cmd_conn = topics.get(command_topic)
-            if cmd_conn is not None and cmd_conn.msgtype == MOTOR_COMMAND_TYPE:
-                command = _read_commands(reader, cmd_conn, store, states["names"], states["t0_ns"],
-                                         path, command_topic)
+            if cmd_conn is not None:
+                command = _read_commands(*messages[cmd_conn.id], cmd_conn.msgtype, store,
+                                         states["names"], states["t0_ns"], path, command_topic)
     except (ReaderError, FileNotFoundError) as exc:
         raise DataError(f"{path}: not a readable rosbag2 bag ({exc})") from exc
     truth = None
@@ -302,28 +304,36 @@ def _recorded_truth(reader: Reader, store: Typestore) -> Any | None:
     return found
 
 
-def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str) -> dict[str, Any]:
-    stamps, log_times, q, dq, tau = [], [], [], [], []
-    names: tuple[str, ...] | None = None
-    for k, (_, ns, raw) in enumerate(reader.messages(connections=[conn])):
-        msg = store.deserialize_cdr(raw, conn.msgtype)
-        msg_names = tuple(msg.name)
-        if names is None:
-            names = msg_names
-        elif msg_names != names:
-            raise DataError(f"{path}:{topic}: sample {k} names joints {list(msg_names)}, the first "
-                            f"sample named {list(names)}")
-        n = len(names)
-        if len(msg.position) != n or len(msg.effort) != n:
-            raise DataError(f"{path}:{topic}: sample {k} has {len(msg.position)} positions and "
-                            f"{len(msg.effort)} efforts for {n} joints")
-        stamps.append(_stamp_ns(msg))
-        log_times.append(ns)
-        q.append(msg.position)
-        tau.append(msg.effort)
-        dq.append(msg.velocity if len(msg.velocity) == n else np.full(n, np.nan))
-    if names is None:
+def _topic_messages(reader: Reader, conns: list) -> dict[int, tuple[list[bytes], np.ndarray]]:
+    """Per connection id: its serialised messages and their log times [ns], in the bag's order."""
+    raws: dict[int, list[bytes]] = {c.id: [] for c in conns}
+    log_times: dict[int, list[int]] = {c.id: [] for c in conns}
+    for conn, ns, raw in reader.messages(connections=conns):
+        raws[conn.id].append(raw)
+        log_times[conn.id].append(ns)
+    return {k: (raws[k], np.array(log_times[k], dtype=np.int64)) for k in raws}
+
+
+def _read_states(raws: list[bytes], log_times: np.ndarray, msgtype: str, store: Typestore, path: Path,
+                 topic: str) -> dict[str, Any]:
+    if not raws:
         raise DataError(f"{path}:{topic}: the topic has no messages")
+    groups = read_joint_arrays(raws, store, msgtype)  # position, velocity, effort
+    names = groups[0].names
+    n = len(names)
+    for g in groups:  # ordered by their first sample: the first bad sample is named
+        if g.names != names:
+            raise DataError(f"{path}:{topic}: sample {g.index[0]} names joints {list(g.names)}, the "
+                            f"first sample named {list(names)}")
+        if g.arrays[0].shape[1] != n or g.arrays[2].shape[1] != n:
+            raise DataError(f"{path}:{topic}: sample {g.index[0]} has {g.arrays[0].shape[1]} "
+                            f"positions and {g.arrays[2].shape[1]} efforts for {n} joints")
+    stamps = np.empty(len(raws), dtype=np.int64)
+    q, dq, tau = (np.full((len(raws), n), np.nan) for _ in range(3))
+    for g in groups:
+        stamps[g.index], q[g.index], tau[g.index] = g.stamps, g.arrays[0], g.arrays[2]
+        if g.arrays[1].shape[1] == n:
+            dq[g.index] = g.arrays[1]
     stamps = np.array(stream_times(stamps, log_times, f"{path}:{topic}"), dtype=np.int64)
     order = np.arange(stamps.size)
     if np.any(np.diff(stamps) < 0) and np.unique(stamps).size == stamps.size:
@@ -332,60 +342,66 @@ def _read_states(reader: Reader, conn, store: Typestore, path: Path, topic: str)
         # are not reordered: validation names them.
         order = np.argsort(stamps, kind="stable")
     stamps = stamps[order]
-    return {"t": (stamps - stamps[0]) * 1e-9, "names": names, "q": np.array(q, dtype=float)[order],
-            "dq": np.array(dq, dtype=float)[order], "tau": np.array(tau, dtype=float)[order],
-            "t0_ns": int(stamps[0])}
+    return {"t": (stamps - stamps[0]) * 1e-9, "names": names, "q": q[order], "dq": dq[order],
+            "tau": tau[order], "t0_ns": int(stamps[0])}
 
 
-def _read_commands(reader: Reader, conn, store: Typestore, joint_names: tuple[str, ...], t0_ns: int,
-                   path: Path, topic: str) -> CommandLog | None:
+def _read_commands(raws: list[bytes], log_times: np.ndarray, msgtype: str, store: Typestore,
+                   joint_names: tuple[str, ...], t0_ns: int, path: Path, topic: str) -> CommandLog | None:
     """Commands on the joint states' clock (``t0_ns`` = time of the first joint state), matched by
     joint name. Messages a robot would refuse — not naming every joint, arrays of the wrong
     length, non-finite targets — are skipped and counted (a warning names how many and why); if
     no message is usable, :class:`DataError` says why."""
-    rows: list[tuple[int, int, np.ndarray]] = []
-    skipped: dict[str, int] = {}
-    for _, ns, raw in reader.messages(connections=[conn]):
-        msg = store.deserialize_cdr(raw, conn.msgtype)
-        names = list(msg.name)
+    total = len(raws)
+    stamps = np.zeros(total, dtype=np.int64)
+    values = np.full((total, 5, len(joint_names)), np.nan)  # q_ref, dq_ref, tau_ff, kp, kd
+    usable = np.zeros(total, dtype=bool)
+    skipped: dict[str, list[int]] = {}  # why → [first sample, count]
+
+    def skip(why: str, index: np.ndarray) -> None:
+        if index.size:
+            first, count = skipped.get(why, [total, 0])
+            skipped[why] = [min(first, int(index[0])), count + int(index.size)]
+
+    for g in read_joint_arrays(raws, store, msgtype) if raws else []:
+        names = list(g.names)
         n = len(names)
         missing = [j for j in joint_names if j not in names]
         if missing:
-            skipped[f"not naming joints {missing}"] = skipped.get(f"not naming joints {missing}", 0) + 1
+            skip(f"not naming joints {missing}", g.index)
             continue
-        if not all(len(a) == n for a in (msg.position, msg.velocity, msg.effort)):
-            skipped["arrays of the wrong length"] = skipped.get("arrays of the wrong length", 0) + 1
+        if not all(a.shape[1] == n for a in g.arrays[:3]):
+            skip("arrays of the wrong length", g.index)
             continue
         cols = np.array([names.index(j) for j in joint_names])
-        gains = [np.asarray(g, dtype=float) if len(g) == n else np.full(n, np.nan)
-                 for g in (msg.kp, msg.kd)]
-        values = np.stack([np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort),
-                           *gains])[:, cols]
-        if not np.all(np.isfinite(values[:3])):
-            skipped["non-finite targets"] = skipped.get("non-finite targets", 0) + 1
-            continue
-        rows.append((_stamp_ns(msg), ns, values))
+        gains = [a if a.shape[1] == n else np.full((g.index.size, n), np.nan) for a in g.arrays[3:5]]
+        v = np.stack([*g.arrays[:3], *gains], axis=1)[:, :, cols]  # (m, 5, joints)
+        finite = np.all(np.isfinite(v[:, :3]), axis=(1, 2))
+        skip("non-finite targets", g.index[~finite])
+        values[g.index[finite]], stamps[g.index], usable[g.index[finite]] = v[finite], g.stamps, True
     if skipped:
-        reasons = ", ".join(f"{count} {why}" for why, count in skipped.items())
-        if not rows:
+        reasons = ", ".join(f"{count} {why}" for why, (_, count)
+                            in sorted(skipped.items(), key=lambda item: item[1][0]))
+        if not usable.any():
             raise DataError(f"{path}:{topic}: no usable command: {reasons}")
         logging.getLogger(__name__).warning("%s:%s: skipped commands: %s", path, topic, reasons)
-    if not rows:
+    if not usable.any():
         return None
-    times = stream_times([r[0] for r in rows], [r[1] for r in rows], f"{path}:{topic}")
-    order = sorted(range(len(rows)), key=times.__getitem__)
-    t = np.array([times[k] for k in order], dtype=np.int64)
-    v = np.stack([rows[k][2] for k in order])  # (M, 5, n)
+    rows = np.flatnonzero(usable)
+    times = np.array(stream_times(stamps[rows], log_times[rows], f"{path}:{topic}"), dtype=np.int64)
+    order = np.argsort(times, kind="stable")
+    t, v = times[order], values[rows[order]]  # (M, 5, n)
     return CommandLog(t=(t - t0_ns) * 1e-9, q_ref=v[:, 0], dq_ref=v[:, 1], tau_ff=v[:, 2],
                       kp=v[:, 3], kd=v[:, 4])
 
 
 def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
               command_topic: str = MOTOR_COMMAND, joint_names: Sequence[str] | None = None,
-              columns: ColumnMap | None = None, time_unit: str = "s") -> Dataset:
+              columns: ColumnMap | None = None, time_unit: str = "s", commands: bool = True
+              ) -> Dataset:
     """A bag directory (MCAP/sqlite3) or a delimited text file, ``.csv``, ``.tsv`` or ``.txt``
     (see :func:`~sysid_ros.core.data.dataset.read_csv`; ``columns`` and ``time_unit`` are its,
-    refused for a bag)."""
+    refused for a bag; ``commands=False`` leaves a bag's command topic unread)."""
     path = Path(path)
     if path.suffix.lower() in CSV_SUFFIXES:
         from sysid_ros.core.data.dataset import read_csv
@@ -394,7 +410,8 @@ def read_data(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
     if columns is not None or time_unit != "s":
         raise DataError(f"{path}: a column map and a time unit apply to CSV files "
                         f"({', '.join(CSV_SUFFIXES)}); a bag's topics carry their names and stamps")
-    return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic)
+    return read_bag(path, joint_states_topic=joint_states_topic, command_topic=command_topic,
+                    commands=commands)
 
 
 def bag_custom_data(path: str | Path) -> dict[str, str]:
