@@ -41,9 +41,11 @@ def test_a_urdf_with_package_meshes_identifies_as_its_mjcf(tmp_path, capsys):
     bag = tmp_path / "bag"
     assert main(["simulate", str(MJCF), "--out", str(bag), "--duration", "4", "--rate", "500"]) == 0
     docs = {}
+    # no --armature: URDF has no rotor inertia, so the URDF's prior would hold Ia = 0 where the
+    # MJCF's holds 0.1, and the exported parameters take weakly determined directions from the prior
     for name, model in (("mjcf", MJCF), ("urdf", urdf)):
         out = tmp_path / name
-        code = main(["identify", str(bag), "--model", str(model), "--method", "ols", "--armature",
+        code = main(["identify", str(bag), "--model", str(model), "--method", "ols",
                      "--no-plots", "--out", str(out)])
         assert code == 0, capsys.readouterr().err
         assert (out / "identified.xml").is_file() and (out / "identified.urdf").is_file()
@@ -62,5 +64,5 @@ def test_a_urdf_with_package_meshes_identifies_as_its_mjcf(tmp_path, capsys):
     exp_u = urdf_doc["exported_parameters"]["values"]
     assert list(exp_u) == list(exp_m)
     scale = max(abs(v) for v in exp_m.values())
-    for k, v in exp_m.items():
-        assert abs(exp_u[k] - v) <= 1e-6 * scale, (k, exp_u[k], v)
+    for k, v in exp_m.items():  # a convex solve: what only the prior holds (the shoulder's mass)
+        assert abs(exp_u[k] - v) <= 1e-4 * scale, (k, exp_u[k], v)  # agrees to its tolerance
