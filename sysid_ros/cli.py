@@ -59,7 +59,7 @@ from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
-from sysid_ros.core.model.target import Plausibility, batch_target
+from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
 from sysid_ros.core.model.urdf import BASES
 from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
@@ -210,7 +210,8 @@ def _identify(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature),
                                  base=args.base)
     target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
-        args.mass_factor, args.extent_factor, args.com_radius))
+        args.mass_factor, args.extent_factor, args.com_radius),
+        joint_prior=joint_prior_spec(args.friction_prior))
     settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
                              velocity=args.velocity, min_segment=args.min_segment,
                              stationary_cut=args.stationary_cut, resample=args.resample,
@@ -573,6 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
                    help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
+    p.add_argument("--friction-prior", default="model", metavar="model|zero|FILE.json",
+                   help="prior of the joint terms (friction, offsets, rotor inertia) that the "
+                   "regularised methods and the plausibility pull lean on, weakly: the model file's "
+                   "values (default), zero, or a JSON file of values by name, e.g. "
+                   '{"Fc": 0.5, "shoulder_pan_joint.Fv": 2.0}')
     p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
     p.add_argument("--min-segment", type=float, default=2.0, metavar="S",
                    help="data between gaps shorter than this is not used [s] (default: 2)")

@@ -45,7 +45,7 @@ from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import joint_terms
-from sysid_ros.core.model.target import Plausibility, batch_target
+from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
@@ -110,6 +110,8 @@ class BatchSolverNode(Node):
              "arm: every body's mass inside this many times its nominal extent (0: off)"),
             ("com_radius", Plausibility.com_radius,
              "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
+            ("friction_prior", "model", "arm: prior of the joint terms: model, zero or a JSON file of "
+                                        "values by name"),
             ("csv_columns", "", "CSV requests: the file's column of each field, e.g. time=timestamp,"
                                 "q=actual_q_{i},tau=actual_current_{i} (empty: the project's layout)"),
             ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
@@ -238,7 +240,7 @@ class BatchSolverNode(Node):
                                   joint_terms=joint_terms(list(request.friction), request.armature))
         target = batch_target(model, request.payload_body, plausibility=Plausibility(
             float(self._get("mass_factor")), float(self._get("extent_factor")),
-            float(self._get("com_radius"))))
+            float(self._get("com_radius"))), joint_prior=joint_prior_spec(str(self._get("friction_prior"))))
         settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
                                  min_segment=float(self._get("min_segment")),
                                  stationary_cut=bool(self._get("stationary_cut")),

@@ -44,7 +44,7 @@ from sysid_ros.core.data.timebase import TimebaseReport, regularise
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.regressor import stribeck_column
-from sysid_ros.core.model.robot import inertial_from_body_params
+from sysid_ros.core.model.robot import body_params_from_inertial, inertial_from_body_params
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.result import (
     IdentificationResult,
@@ -590,6 +590,12 @@ def _instrument_step(mj, cond: Conditioned, kp: np.ndarray, kd: np.ndarray) -> f
 
 def _simulation_model(target: Target, theta: np.ndarray):
     if target.kind == "arm":
+        # consistent to the solver's tolerance: a principal moment may sit at -1e-7 of a body that
+        # the data make thin; simulate the realizable body closest to it
+        theta = theta.copy()
+        for _label, sl in target.body_blocks:
+            mass, com, inertia = inertial_from_body_params(theta[sl])
+            theta[sl] = body_params_from_inertial(mass, com, realizable_inertia(inertia))
         mj = copy.deepcopy(target.model.mj)
         target.model.apply_to(mj, theta)
         return mj

@@ -8,6 +8,7 @@ physically consistent (pseudo-inertia LMIs, non-negative friction and rotor iner
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -237,13 +238,78 @@ class Plausibility:
                 "com_radius": self.com_radius}
 
 
+def with_joint_prior(target: Target, spec: str | Mapping[str, float] = "model") -> Target:
+    """``target`` with the prior of its joint terms (friction ``Fc``/``Fv``/``Fo``/``Fs``, rotor
+    inertia ``Ia``) as stated: ``"model"`` (the model file's values, 0 where it has none: MJCF
+    frictionloss/damping/armature, URDF dynamics), ``"zero"``, or values by name,
+    ``{"<joint>.<term>": v}`` or ``{"<term>": v}`` for every joint (a JSON file's content; SI
+    units). Every method that uses the prior (the regularised ones, the plausibility pull, the
+    tie-break) pulls toward it, weakly: the regularisers weigh joint terms against what the data
+    say of each. Arm targets only."""
+    if spec == "model":
+        return target
+    if target.kind != "arm":
+        raise SysIdError("a joint-term prior applies to the arm target (a payload has no joint terms)")
+    prior = target.prior.copy()
+    model = target.model
+    term_index = {name: i for i, name in enumerate(target.names)
+                  if name.rsplit(".", 1)[-1] in JOINT_FIELDS and i >= model.n_body_params}
+    if spec == "zero":
+        prior[list(term_index.values())] = 0.0
+        return replace(target, prior=prior)
+    if not isinstance(spec, Mapping):
+        raise SysIdError(f"a joint-term prior is 'model', 'zero' or values by name, got {spec!r}")
+    for key, value in spec.items():
+        if not isinstance(value, (int, float)) or not np.isfinite(value):
+            raise SysIdError(f"joint-term prior {key!r}: expected a finite number, got {value!r}")
+        if key in JOINT_FIELDS:
+            hits = [i for name, i in term_index.items() if name.endswith(f".{key}")]
+        else:
+            hits = [term_index[key]] if key in term_index else []
+        if not hits:
+            raise SysIdError(f"joint-term prior {key!r} names no identified joint term; expected a term "
+                             f"({', '.join(t for t in JOINT_FIELDS if t in model.joint_terms)}) or one of "
+                             f"{sorted(term_index)[:6]}{' ...' if len(term_index) > 6 else ''}")
+        for i in hits:
+            if value < 0 and target.names[i].rsplit(".", 1)[-1] in ("Fc", "Fv", "Ia", "Fs"):
+                raise SysIdError(f"joint-term prior {target.names[i]} = {value}: must be >= 0")
+            prior[i] = float(value)
+    return replace(target, prior=prior)
+
+
 def batch_target(model: RobotModel, payload_body: str = "", *,
-                 plausibility: Plausibility | None = None) -> Target:
+                 plausibility: Plausibility | None = None,
+                 joint_prior: str | Mapping[str, float] = "model") -> Target:
     """What ``sysid identify`` and ``BatchSolve`` identify: the payload on ``payload_body`` if
-    given, else the whole arm within ``plausibility``'s bounds (default :class:`Plausibility`)."""
+    given, else the whole arm with its joint-term prior (:func:`with_joint_prior`) within
+    ``plausibility``'s bounds (default :class:`Plausibility`)."""
     if payload_body:
         return payload_target(model, payload_body)
-    return (plausibility or Plausibility()).apply(arm_target(model))
+    target = with_joint_prior(arm_target(model), joint_prior)
+    return (plausibility or Plausibility()).apply(target)
+
+
+def joint_prior_spec(text: str) -> str | dict[str, float]:
+    """A joint-term prior as given on the command line or as a node parameter: ``"model"``,
+    ``"zero"`` or the path of a JSON file of values by name (see :func:`with_joint_prior`)."""
+    import json
+    from pathlib import Path
+
+    text = (text or "model").strip()
+    if text in ("model", "zero"):
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise SysIdError(f"a joint-term prior is 'model', 'zero' or a JSON file of values, got "
+                         f"{text!r} (no such file)")
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise SysIdError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise SysIdError(f"{path}: expected an object of values by name, e.g. "
+                         '{"Fc": 0.5, "shoulder_pan_joint.Fv": 2.0}, got ' + type(doc).__name__)
+    return doc
 
 
 def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | None = None,

@@ -179,6 +179,10 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         doc = result.as_dict()
         doc["target"] = {"kind": target.kind, "body": None if target.body is None
                          else target.model.body_name(target.body), "model": target.model.source}
+        if target.kind == "arm":  # the joint-term prior the regularisers and the pull leaned on
+            first = target.model.n_body_params
+            doc["target"]["joint_term_prior"] = dict(zip(target.names[first:],
+                                                         map(float, target.prior[first:]), strict=True))
         doc["fit"] = evaluation.fit.errors.as_dict()
         if evaluation.validation is not None:
             doc["validation"] = evaluation.validation.errors.as_dict()
