@@ -339,12 +339,9 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
         # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
         x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
         rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
-        # tight tolerances: the directions the prior holds are flat, and a solver tolerance ε on
-        # the objective leaves them placed only to ~√ε
         return prog.solve(cp.norm(r @ prog.theta - c, 2)
                           + rho * (TIE_BREAK * prog.tie_break(r)
-                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))),
-                          precise=target.plausibility is not None)
+                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))))
     norms = np.linalg.norm(r, axis=0)
     reg = prog.logdet_divergence(norms) if regularizer == "logdet" else prog.pullback(norms)
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
