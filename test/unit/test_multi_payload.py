@@ -19,6 +19,7 @@ import json
 
 import numpy as np
 import pytest
+from oracles.three_link_arm import three_link_arm
 
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
@@ -38,27 +39,7 @@ from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 
-ARM = """
-<mujoco model="payload_arm">
-  <compiler angle="radian"/>
-  <option timestep="0.002" gravity="0 0 -9.81"/>
-  <default><joint damping="0.3" frictionloss="0.4" armature="0.01" range="-2.5 2.5"/></default>
-  <worldbody>
-    <body name="link1" pos="0 0 0.1">
-      <joint name="j1" axis="0 0 1"/>
-      <inertial pos="0 0 0.05" mass="2.0" diaginertia="0.01 0.01 0.008"/>
-      <body name="link2" pos="0 0 0.1">
-        <joint name="j2" axis="0 1 0"/>
-        <inertial pos="0.15 0 0" mass="1.5" diaginertia="0.004 0.015 0.015"/>
-        <body name="link3" pos="0.3 0 0">
-          <joint name="j3" axis="0 1 0"/>
-          <inertial pos="0.12 0.01 0" mass="0.8" diaginertia="0.002 0.006 0.006"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>
-"""
+ARM = three_link_arm()
 GAINS = np.array([1.0, 1.06, 0.95])
 PAYLOADS = [None, {"body": "link3", "mass": 2.0, "com": [0.3, 0.0, 0.0]},
             {"body": "link3", "mass": 5.0, "com": [0.3, 0.0, 0.0]}]

@@ -15,6 +15,7 @@ import json
 
 import numpy as np
 import pytest
+from oracles.three_link_arm import three_link_arm
 
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
@@ -29,32 +30,12 @@ from sysid_ros.core.sim.synthetic import simulate_dataset
 
 FS_TRUE = {"j1": 0.6, "j2": 0.5, "j3": 0.3}
 QS_TRUE = 0.08
-ARM = """
-<mujoco model="stribeck_arm">
-  <compiler angle="radian"/>
-  <option timestep="0.002" gravity="0 0 -9.81"/>
-  <default><joint damping="0.3" frictionloss="0.4" armature="0.01" range="-2.5 2.5"/></default>
-  <worldbody>
-    <body name="link1" pos="0 0 0.1">
-      <joint name="j1" axis="0 0 1"/>
-      <inertial pos="0 0 0.05" mass="2.0" diaginertia="0.01 0.01 0.008"/>
-      <body name="link2" pos="0 0 0.1">
-        <joint name="j2" axis="0 1 0"/>
-        <inertial pos="0.15 0 0" mass="1.5" diaginertia="0.004 0.015 0.015"/>
-        <body name="link3" pos="0.3 0 0">
-          <joint name="j3" axis="0 1 0"/>
-          <inertial pos="0.12 0.01 0" mass="0.8" diaginertia="0.002 0.006 0.006"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-  <custom>
+ARM = three_link_arm("""  <custom>
     <numeric name="stribeck:j1" data="0.6 0.08"/>
     <numeric name="stribeck:j2" data="0.5 0.08"/>
     <numeric name="stribeck:j3" data="0.3 0.08"/>
   </custom>
-</mujoco>
-"""
+""")
 TERMS = ("Fc", "Fv", "Ia", "Fs")
 
 
