@@ -29,6 +29,7 @@ from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
 from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting, single_threaded_blas
+from sysid_ros.core.online.rows import momentum_row_weight
 
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
@@ -443,7 +444,6 @@ class OnlineSession:
 def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
     """The estimator of ``options.method`` with row weights from the torque noise."""
     sigma = max(options.torque_noise, 1e-9)
-    period = 1.0 / options.sample_rate
     adaptive = dict(weighting=options.weighting, weight_memory=options.weight_memory,
                     sample_rate=options.sample_rate)
     if options.method == "ekf":
@@ -452,8 +452,7 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
         return EKFEstimator(target, torque_noise=sigma, position_noise=options.position_noise,
                             velocity_noise=options.velocity_noise, drift=options.drift)
     if options.regression == "momentum":
-        # rows are torque integrals over up to one window: noise σ·√(window·h)
-        weight = 1.0 / (sigma**2 * options.window * period)
+        weight = momentum_row_weight(sigma, options.window)
         return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
                                alpha=options.alpha, weight=weight, forgetting=options.forgetting,
                                window=options.window, **adaptive)
