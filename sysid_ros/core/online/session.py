@@ -48,7 +48,7 @@ OPTION_HELP: dict[str, str] = {
               "mhe (moving-horizon constrained convex program on force rows)",
     "alpha": "log-det regularisation strength (units of the weighted squared residuals)",
     "forgetting": "forgetting factor λ in (0, 1] (0.98-0.995 to track changes)",
-    "torque_noise": "torque noise σ [N·m]: row weight 1/σ²",
+    "torque_noise": "torque noise σ [N·m]: row weight 1/σ² (momentum rows: 3/(σ²·window²))",
     "weighting": "row weights: 'fixed' (1/torque_noise²) or 'adaptive' (each row's error estimated "
                  "online from its residuals, never above the fixed weight)",
     "weight_memory": "adaptive weighting: memory of the row-error estimate [s]",
@@ -76,7 +76,9 @@ class OnlineOptions:
     ``method``: ``rls`` (force rows, RLS), ``rls_logdet`` (force rows, RLS log-det-div),
     ``momentum`` (generalised-momentum rows over ``window`` [s], RLS log-det-div); ``alpha``:
     regularisation strength; ``forgetting`` λ; ``torque_noise`` [N·m]: the row weight
-    W = 1/σ²; ``weighting``: ``fixed`` (W from ``torque_noise``) or ``adaptive`` (each row's W
+    W = 1/σ² (momentum rows: 3/(σ²·window²),
+    :func:`~sysid_ros.core.online.rows.momentum_row_weight`); ``weighting``: ``fixed`` (W from
+    ``torque_noise``) or ``adaptive`` (each row's W
     estimated online from its residuals over ``weight_memory`` [s], never above the fixed W);
     ``cutoff`` [Hz]: the causal low-pass of every signal (at most 0.45 × ``sample_rate``);
     ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``gap_periods``:
