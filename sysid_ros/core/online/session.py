@@ -29,6 +29,7 @@ from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
 from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting, single_threaded_blas
+from sysid_ros.core.online.rows import momentum_row_weight
 
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
@@ -47,7 +48,7 @@ OPTION_HELP: dict[str, str] = {
               "mhe (moving-horizon constrained convex program on force rows)",
     "alpha": "log-det regularisation strength (units of the weighted squared residuals)",
     "forgetting": "forgetting factor λ in (0, 1] (0.98-0.995 to track changes)",
-    "torque_noise": "torque noise σ [N·m]: row weight 1/σ²",
+    "torque_noise": "torque noise σ [N·m]: row weight 1/σ² (momentum rows: 3/(σ²·window²))",
     "weighting": "row weights: 'fixed' (1/torque_noise²) or 'adaptive' (each row's error estimated "
                  "online from its residuals, never above the fixed weight)",
     "weight_memory": "adaptive weighting: memory of the row-error estimate [s]",
@@ -75,7 +76,9 @@ class OnlineOptions:
     ``method``: ``rls`` (force rows, RLS), ``rls_logdet`` (force rows, RLS log-det-div),
     ``momentum`` (generalised-momentum rows over ``window`` [s], RLS log-det-div); ``alpha``:
     regularisation strength; ``forgetting`` λ; ``torque_noise`` [N·m]: the row weight
-    W = 1/σ²; ``weighting``: ``fixed`` (W from ``torque_noise``) or ``adaptive`` (each row's W
+    W = 1/σ² (momentum rows: 3/(σ²·window²),
+    :func:`~sysid_ros.core.online.rows.momentum_row_weight`); ``weighting``: ``fixed`` (W from
+    ``torque_noise``) or ``adaptive`` (each row's W
     estimated online from its residuals over ``weight_memory`` [s], never above the fixed W);
     ``cutoff`` [Hz]: the causal low-pass of every signal (at most 0.45 × ``sample_rate``);
     ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``gap_periods``:
@@ -443,7 +446,6 @@ class OnlineSession:
 def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
     """The estimator of ``options.method`` with row weights from the torque noise."""
     sigma = max(options.torque_noise, 1e-9)
-    period = 1.0 / options.sample_rate
     adaptive = dict(weighting=options.weighting, weight_memory=options.weight_memory,
                     sample_rate=options.sample_rate)
     if options.method == "ekf":
@@ -452,8 +454,7 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
         return EKFEstimator(target, torque_noise=sigma, position_noise=options.position_noise,
                             velocity_noise=options.velocity_noise, drift=options.drift)
     if options.regression == "momentum":
-        # rows are torque integrals over up to one window: noise σ·√(window·h)
-        weight = 1.0 / (sigma**2 * options.window * period)
+        weight = momentum_row_weight(sigma, options.window)
         return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
                                alpha=options.alpha, weight=weight, forgetting=options.forgetting,
                                window=options.window, **adaptive)
