@@ -5,11 +5,13 @@ computes offline for the same samples (the node's batch sizes must not matter)."
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
@@ -80,9 +83,19 @@ class Feeder(SpinningNode):
         self.node.create_subscription(Time, "/estimator/progress", self._on_progress, PROGRESS)
         self.node.create_subscription(Float64, "/estimator/lag", lambda m: self.lags.append(m.data), LATCHED)
         self.params = self.node.create_client(SetParameters, "/estimator/set_parameters")
+        self.saver = self.node.create_client(Trigger, "/estimator/save")
 
     def _on_progress(self, msg: Time) -> None:
         self.progress_ns = max(self.progress_ns, stamp_ns(msg))
+
+    def saved_counters(self) -> dict[str, int]:
+        """The node's counters, from the JSON its ``~/save`` writes (a bounded service call)."""
+        assert self.saver.wait_for_service(timeout_sec=TIMEOUT)
+        future = self.saver.call_async(Trigger.Request())
+        wait_until(future.done, TIMEOUT, "~/save")
+        answer = future.result()
+        assert answer.success, answer.message
+        return json.loads(Path(answer.message.split()[0]).read_text())["counters"]
 
     def wait_for_estimator(self, proc) -> None:
         wait_until(lambda: self.pub.get_subscription_count() >= 1, TIMEOUT, "the estimator", proc)
@@ -203,16 +216,19 @@ def _subset(ds, keep):
 
 
 @pytest.mark.timeout(300)
-def test_an_unstamped_driver_is_detected_and_timed_on_receipt(run, feeder, ros_domain_id):
-    proc = start_estimator(ros_domain_id)
+def test_an_unstamped_driver_is_detected_and_timed_on_receipt(run, feeder, ros_domain_id, tmp_path):
+    proc = start_estimator(ros_domain_id, "-p", f"output_dir:={tmp_path}")
     f = feeder()
     try:
         f.wait_for_estimator(proc)
         part = _subset(run, np.arange(len(run)) < 1000)
         # a driver that stamps nothing, publishing at its rate: 2 s at 500 Hz
         last_sent = f.send(part, np.zeros(len(part), dtype=np.int64), rate=500.0)
-        # the last message was received after it was sent: progress (its receive time) covers it
+        # the last message was received after it was sent: progress (its receive time) covers it;
+        # under load earlier messages may also be received after it was sent, so the count of
+        # received messages (the node's counters) says when every one has arrived
         wait_until(lambda: f.progress_ns >= last_sent, TIMEOUT, "progress on receive times", proc)
+        wait_until(lambda: f.saved_counters()["received"] >= len(part), TIMEOUT, "every message", proc)
         wait_until(lambda: len(f.estimates) > 0, TIMEOUT, "an estimate", proc)
     finally:
         log = stop_process(proc)
