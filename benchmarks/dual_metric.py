@@ -166,15 +166,15 @@ def seed_system(name: str, args) -> None:
     """The seed's table for one of its systems: NCC per coordinate × method, low and high data."""
     import time
 
-    from dual_metric_systems import METHODS, FloatingPendulum, ViscousChain, concatenate, fit, score
-    from dual_metric_systems import SHAPE as SEED_SHAPE
+    import dual_metric_systems as seed
+    from dual_metric_systems import DIAGNOSTIC, METHODS
 
     start = time.perf_counter()
     if name == "floating":
-        system, low, runs, duration, rate = FloatingPendulum(), 20, 6, 30.0, 25.0
+        system, low, runs, duration, rate = seed.FloatingPendulum(), 20, 6, 30.0, 25.0
         noise = {"force": 0.01, "torque": 5e-5, "accel": 0.3, "angular_accel": 3.0, "velocity": 0.02}
     else:
-        system, low, runs, duration, rate = ViscousChain(), 40, 8, 22.0, 10.0
+        system, low, runs, duration, rate = seed.ViscousChain(), 40, 8, 22.0, 10.0
         noise = {"wheel_force": 0.05, "velocity": 0.05}
     rng = np.random.default_rng(args.seed)
     prior = None
@@ -184,7 +184,8 @@ def seed_system(name: str, args) -> None:
             prior = candidate
             break
     target = system.target(prior)
-    train = concatenate([system.simulate(duration, 10 + i, rate_hz=rate, noise=noise) for i in range(runs)])
+    train = seed.concatenate([system.simulate(duration, 10 + i, rate_hz=rate, noise=noise)
+                              for i in range(runs)])
     tests = [system.simulate(duration, 100 + i, rate_hz=rate) for i in range(runs)]
     coords = system.coords
     print(f"\n=== {name}: {target.n_params} parameters ({target.base.rank} base), {len(coords)} "
@@ -192,28 +193,30 @@ def seed_system(name: str, args) -> None:
           f"{runs} noise-free held-out runs; noise {noise}; prior ±{args.prior_error:.0%} "
           f"({'consistent' if prior is not None else 'the truth: no consistent draw'}) ===")
     for case, draws in (("LOW-DATA", args.draws), ("HIGH-DATA", 1)):
-        scores = {m: [] for m in METHODS}
+        scores = {m: [] for m in METHODS + DIAGNOSTIC}
         for d in range(draws):
             part = train if case == "HIGH-DATA" else train.subset(
                 np.sort(np.random.default_rng(100 + d).choice(len(train), low, replace=False)))
-            for m in METHODS:
+            for m in METHODS + DIAGNOSTIC:
                 try:
-                    theta = fit(m, target, part, args.prior_weight)
-                    scores[m].append(np.mean([score(system, theta, t) for t in tests], axis=0))
+                    theta = seed.fit(m, target, part, args.prior_weight)
+                    scores[m].append(np.mean([seed.score(system, theta, t) for t in tests], axis=0))
                 except Exception as exc:  # a method failing on a draw scores as no correlation
                     print(f"  {m} failed on draw {d}: {type(exc).__name__}: {exc}")
                     scores[m].append(np.zeros(len(coords)))
         n = low if case == "LOW-DATA" else len(train)
         note = f", mean (std) over {draws} draws" if draws > 1 else ""
         print(f"\n{name} {case} ({n} samples{note}): shifted NCC of predicted vs held-out forward dynamics")
-        print(f"{'method':<14}" + "".join(f"{c:>14}" for c in coords))
-        means = {m: np.mean(scores[m], axis=0) for m in METHODS}
-        stds = {m: np.std(scores[m], axis=0) for m in METHODS}
-        for m in METHODS:
+        print(f"{'method':<21}" + "".join(f"{c:>14}" for c in coords))
+        means = {m: np.mean(scores[m], axis=0) for m in METHODS + DIAGNOSTIC}
+        stds = {m: np.std(scores[m], axis=0) for m in METHODS + DIAGNOSTIC}
+        for m in METHODS + DIAGNOSTIC:
+            if m in DIAGNOSTIC:
+                print("not the seed's (the dual metric with the same pull-back prior):")
             cells = [f"{v:.3f}" + (f" ({s:.2f})" if draws > 1 else "")
                      for v, s in zip(means[m], stds[m], strict=True)]
-            print(f"{m:<14}" + "".join(f"{c:>14}" for c in cells))
-        best = {s: max(METHODS, key=lambda m, s=s: means[m][coords.index(s)]) for s in SEED_SHAPE}
+            print(f"{m:<21}" + "".join(f"{c:>14}" for c in cells))
+        best = {s: max(METHODS, key=lambda m, s=s: means[m][coords.index(s)]) for s in seed.SHAPE}
         print("best on shape coordinates: " + ", ".join(f"{s}: {b}" for s, b in best.items()))
     print(f"({name}: {time.perf_counter() - start:.0f} s)")
 

@@ -339,6 +339,9 @@ class ViscousChain:
 
 # ------------------------------------------------------------------------------ methods
 METHODS = ("dual_metric", "wls", "energy", "wls_logdet", "wls_pullback")
+#: not the seed's: the dual metric with the regularised baselines' pull-back prior (what the
+#: prior alone is worth)
+DIAGNOSTIC = ("dual_metric_pullback",)
 
 
 def weighted_rows(target: Target, run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -356,9 +359,13 @@ def weighted_rows(target: Target, run: Run) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit(method: str, target: Target, run: Run, prior_weight: float) -> np.ndarray:
-    """θ̂ of one of :data:`METHODS`, every method within the same consistency constraints."""
+    """θ̂ of one of :data:`METHODS` (or :data:`DIAGNOSTIC`), every method within the same
+    consistency constraints."""
     if method == "dual_metric":
         return dual_metric_program(target, run.y, run.tau, run.ym, run.m_known).theta
+    if method == "dual_metric_pullback":
+        return dual_metric_program(target, run.y, run.tau, run.ym, run.m_known, regularizer="pullback",
+                                   weight=prior_weight).theta
     if method == "energy":  # Σ_k (q̇_kᵀ (Y_k θ − τ_k))² (eq. 9)
         return least_squares_program(target, np.einsum("kj,kjp->kp", run.rate, run.y),
                                      np.einsum("kj,kj->k", run.rate, run.tau)).theta
