@@ -101,6 +101,8 @@ def main() -> int:
     parser.add_argument("--torque-noise", type=float, default=0.5, help="[N or N·m] std, training")
     parser.add_argument("--position-noise", type=float, default=5e-4, help="[m or rad] std, training")
     parser.add_argument("--system", choices=("carriage", "floating", "chain", "all"), default="all")
+    parser.add_argument("--noise-scale", type=float, default=1.0,
+                        help="multiplies the measurement noise of the floating and chain systems")
     args = parser.parse_args()
     if args.system in ("floating", "chain", "all"):
         for name in ("floating", "chain") if args.system == "all" else (args.system,):
@@ -176,6 +178,7 @@ def seed_system(name: str, args) -> None:
     else:
         system, low, runs, duration, rate = seed.ViscousChain(), 40, 8, 22.0, 10.0
         noise = {"wheel_force": 0.05, "velocity": 0.05}
+    noise = {k: v * args.noise_scale for k, v in noise.items()}
     rng = np.random.default_rng(args.seed)
     prior = None
     for _ in range(100):  # an inaccurate "CAD" prior, physically consistent
