@@ -156,6 +156,10 @@ class ConvexProgram:
             basis = np.einsum("ab,nbc,cd->nad", w, PSEUDO_INERTIA_BASIS, w).reshape(10, 16)
             terms.append(cp.sum_squares(basis.T @ (self.theta[sl] - self.target.prior[sl])))
             covered[sl] = True
+        for _, sl in self.target.coefficient_blocks:  # diagonal P: ‖P₀^{-½}(P − P₀)P₀^{-½}‖_F²
+            c0 = self.target.prior[sl]
+            terms.append(cp.sum_squares(cp.multiply(1.0 / c0, self.theta[sl] - c0)))
+            covered[sl] = True
         rest = np.flatnonzero(~covered)
         if rest.size:
             terms.append(self._joint_terms_pull(rest, column_norms))
@@ -171,6 +175,10 @@ class ConvexProgram:
             j0_inv = np.linalg.inv(pseudo_inertia(self.target.prior[sl]))
             j = cp.reshape(e16.T @ self.theta[sl], (4, 4), order="C")
             terms.append(-cp.log_det(0.5 * (j + j.T)) + cp.trace(j0_inv @ j))
+            covered[sl] = True
+        for _, sl in self.target.coefficient_blocks:  # diagonal P: −log det P + tr(P₀⁻¹ P)
+            terms.append(cp.sum(-cp.log(self.theta[sl]) + cp.multiply(1.0 / self.target.prior[sl],
+                                                                       self.theta[sl])))
             covered[sl] = True
         rest = np.flatnonzero(~covered)
         if rest.size:
@@ -354,6 +362,9 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
 
     ``y (K, n, p)`` regressor, ``tau (K, n)`` torques minus the known part, ``ym (K, n, n, p)``
     mass-matrix regressor and ``m_known (K, n, n)`` its known part (``M_k(θ) = M_known + Y_M θ``).
+    ``M`` is the system's metric (seed eq. 29, affine in θ): the mass matrix of an
+    inertia-dominated system, the drag matrix D(q) of a drag-dominated one (τ = D(q) q̇, seed
+    eqs. 4, 18; ``ym`` its regressor, ``y = ym @ q̇``, target :func:`coefficient_target`).
 
     min (1/K) Σ_k r_kᵀ M_k⁻¹ r_k + tie-break + prior pull (+ weight·regulariser) over the
     consistent set, the SDP's optimum (eq. 33: the Schur LMI holds iff s_k ≥ r_kᵀ M_k⁻¹ r_k).
@@ -396,6 +407,9 @@ NEWTON_TOL = 1e-7
 #: fraction (the accuracy of the subproblems' solutions)
 NEWTON_FLOOR = 1e-6
 NEWTON_MAX_STEPS = 40
+#: proximal Newton stops at an objective below this (normalised: ~1 at θ = 0; a relative residual
+#: of 1e-10, below what the steps' conic programs resolve)
+NEWTON_EXACT = 1e-20
 #: [SI] constraint violation accepted of a step's "optimal_inaccurate" answer (well inside the
 #: consistency margin)
 FEASIBILITY_TOLERANCE = 1e-9
@@ -513,6 +527,7 @@ def _proximal_newton(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expre
 
     theta = prog.target.prior.astype(float)
     h_t = np.inf
+    sol = None
     if not prog.feasible(theta) or not np.isfinite(data.value(data.matrix @ theta)):
         # the first step from a prior outside the feasible set is taken in full
         sol, _, _ = step(theta)
@@ -520,7 +535,15 @@ def _proximal_newton(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expre
     decrease = np.inf
     for iteration in range(1, NEWTON_MAX_STEPS + 1):
         h_t = h(theta)
-        sol, d_t, change = step(theta)
+        f_exact = data.value(data.matrix @ theta) + h_t
+        if sol is not None and f_exact <= NEWTON_EXACT:  # an exact fit: nothing left to resolve
+            break
+        try:
+            sol, d_t, change = step(theta)
+        except IdentificationError:
+            if sol is None or f_exact > EXACT_FIT**2:
+                raise
+            break  # the step's program, scaled by 1/F, is beyond the solver on a (near) exact fit
         f_t = d_t + h_t
         decrease = -change / max(f_t, 1e-300)
         if decrease <= NEWTON_TOL:

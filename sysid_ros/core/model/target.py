@@ -43,10 +43,12 @@ UNKNOWN_PAYLOAD_SIDE = 0.3
 @dataclass(frozen=True)
 class Target:
     """``kind`` "arm": θ = the model's whole vector; "payload": θ = 10 parameters of a rigid
-    payload on ``body`` (its frame, about its origin), the arm's nominal parameters known."""
+    payload on ``body`` (its frame, about its origin), the arm's nominal parameters known;
+    "coefficients": non-negative coefficients of a model without rigid bodies (``model`` None,
+    :func:`coefficient_target`; for the convex programs only)."""
 
-    model: RobotModel
-    kind: Literal["arm", "payload"]
+    model: RobotModel | None
+    kind: Literal["arm", "payload", "coefficients"]
     body: int | None
     names: tuple[str, ...]
     prior: np.ndarray
@@ -66,6 +68,10 @@ class Target:
     extent_bounds: tuple[tuple[int, np.ndarray, float], ...] = ()
     #: the settings the bounds above came from (``None``: no plausibility bounds)
     plausibility: Plausibility | None = None
+    #: ``(label, slice)`` of coefficients that are the diagonal of a positive matrix P (a
+    #: :func:`coefficient_target`'s drag coefficients, dual-metric seed §II-B2): the regularisers
+    #: measure them as P, Bregman Σ (c/c₀ − log(c/c₀) − 1), pull-back Σ ((c − c₀)/c₀)²
+    coefficient_blocks: tuple[tuple[str, slice], ...] = ()
 
     @property
     def n_params(self) -> int:
@@ -117,6 +123,20 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
     return Target(model, "arm", None, model.param_names,
                   model.nominal.copy() if prior is None else model.check_theta(prior),
                   blocks, nonneg, base_parameters(model, seed=seed))
+
+
+def coefficient_target(names: tuple[str, ...], prior: np.ndarray, rows: np.ndarray) -> Target:
+    """Identify non-negative coefficients ``names`` of a model linear in them (no rigid bodies),
+    e.g. the viscous drag coefficients of τ = D(q) q̇ with D affine in them (dual-metric seed
+    eq. 4): each is the diagonal entry of a drag matrix P ⪰ 0 (seed §II-B2), so consistency is
+    c ≥ 0. ``prior (p,)`` (> 0, the regularisers' nominal), ``rows (..., p)``: a well-excited
+    regressor for the base-parameter reduction."""
+    prior = np.asarray(prior, dtype=float)
+    if prior.shape != (len(names),) or not np.all(prior > 0):
+        raise SysIdError(f"the coefficients' prior must be {len(names)} values > 0, got {prior}")
+    return Target(None, "coefficients", None, tuple(names), prior.copy(), (),
+                  np.arange(len(names)), reduce_regressor(rows, tuple(names)),
+                  coefficient_blocks=(("coefficients", slice(0, len(names))),))
 
 
 def with_mass_bounds(target: Target, factor: float) -> Target:

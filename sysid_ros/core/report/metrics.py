@@ -19,6 +19,7 @@ calls these; none computes its own variant.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,25 @@ def ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     den = np.sqrt((a * a).sum(axis=0) * (b * b).sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, (a * b).sum(axis=0) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def shifted_ncc(a: np.ndarray, b: np.ndarray, max_shift: int) -> np.ndarray:
+    """The dual-metric seed's score (§IV): per column, the largest :func:`ncc` of ``a`` shifted
+    against ``b`` ``(N, n)`` by s samples, |s| ≤ ``max_shift`` (the seed: ±5° of the slowest
+    motion's period), each shift on the overlapping N − |s| rows: ``(n,)``, NaN for a column
+    without variation at every shift."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"shifted_ncc expects two (N, n) arrays of one shape, got {a.shape} and {b.shape}")
+    shift = int(max_shift)
+    if not 0 <= shift < a.shape[0] - 1:
+        raise ValueError(f"shifted_ncc expects 0 <= max_shift < N - 1 = {a.shape[0] - 1}, got {max_shift}")
+    scores = [ncc(a[max(s, 0):a.shape[0] + min(s, 0)], b[max(-s, 0):b.shape[0] + min(-s, 0)])
+              for s in range(-shift, shift + 1)]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+        return np.nanmax(np.array(scores), axis=0)
 
 
 @dataclass(frozen=True)
