@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import dual_metric_systems as systems  # noqa: E402
+
 from sysid_ros.core import RobotModel, mass_matrix_regressor, torque_regressor  # noqa: E402
 from sysid_ros.core.batch.convex import least_squares_program  # noqa: E402
 from sysid_ros.core.batch.identify import IdentifyOptions, _weighted_rows, prepare, run_method  # noqa: E402
@@ -46,26 +48,7 @@ from sysid_ros.core.report.metrics import ncc  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
-MJCF = """
-<mujoco model="carriage_pan_tilt">
-  <compiler angle="radian"/>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body name="carriage">
-      <joint name="rail" type="slide" axis="1 0 0" range="-0.4 0.4"/>
-      <inertial pos="0 0 0.02" mass="3.0" diaginertia="0.02 0.03 0.04"/>
-      <body name="pan_link" pos="0 0 0.1">
-        <joint name="pan" axis="0 0 1" range="-2.5 2.5"/>
-        <inertial pos="0 0 0.02" mass="0.3" diaginertia="0.0006 0.0006 0.0004"/>
-        <body name="boom" pos="0 0 0.05">
-          <joint name="tilt" axis="0 1 0" range="-1.2 1.2"/>
-          <inertial pos="0.45 0 0" mass="0.8" diaginertia="0.0004 0.0005 0.0005"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>
-"""
+MJCF = systems.CARRIAGE_MJCF
 SHAPE = ("pan", "tilt")
 
 

@@ -381,3 +381,27 @@ def score(system, theta: np.ndarray, run: Run) -> np.ndarray:
     over shifts within ±5° of the slowest motion's period."""
     shift = round(system.slowest_period * 5 / 360 * run.rate_hz)
     return shifted_ncc(system.predict(theta, run), run.signal, shift)
+
+
+#: the carriage + pan-tilt of the first dual-metric benchmark: a carriage on a rail carrying a
+#: pan-tilt head with a mass on a boom (mixed units, a configuration-dependent metric)
+CARRIAGE_MJCF = """
+<mujoco model="carriage_pan_tilt">
+  <compiler angle="radian"/>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="carriage">
+      <joint name="rail" type="slide" axis="1 0 0" range="-0.4 0.4"/>
+      <inertial pos="0 0 0.02" mass="3.0" diaginertia="0.02 0.03 0.04"/>
+      <body name="pan_link" pos="0 0 0.1">
+        <joint name="pan" axis="0 0 1" range="-2.5 2.5"/>
+        <inertial pos="0 0 0.02" mass="0.3" diaginertia="0.0006 0.0006 0.0004"/>
+        <body name="boom" pos="0 0 0.05">
+          <joint name="tilt" axis="0 1 0" range="-1.2 1.2"/>
+          <inertial pos="0.45 0 0" mass="0.8" diaginertia="0.0004 0.0005 0.0005"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""

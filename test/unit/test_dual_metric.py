@@ -7,7 +7,9 @@ with torque and position noise."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,26 +22,10 @@ from sysid_ros.core.model.target import Plausibility, arm_target
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
-MJCF = """
-<mujoco model="carriage_pan_tilt">
-  <compiler angle="radian"/>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body name="carriage">
-      <joint name="rail" type="slide" axis="1 0 0" range="-0.4 0.4"/>
-      <inertial pos="0 0 0.02" mass="3.0" diaginertia="0.02 0.03 0.04"/>
-      <body name="pan_link" pos="0 0 0.1">
-        <joint name="pan" axis="0 0 1" range="-2.5 2.5"/>
-        <inertial pos="0 0 0.02" mass="0.3" diaginertia="0.0006 0.0006 0.0004"/>
-        <body name="boom" pos="0 0 0.05">
-          <joint name="tilt" axis="0 1 0" range="-1.2 1.2"/>
-          <inertial pos="0.45 0 0" mass="0.8" diaginertia="0.0004 0.0005 0.0005"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import dual_metric_systems as systems
+
+MJCF = systems.CARRIAGE_MJCF
 SAMPLES = 150
 
 
