@@ -53,6 +53,7 @@ from sysid_ros.core.batch.identify import (
     run_method,
 )
 from sysid_ros.core.batch.multi_run import identify_runs, load_payloads, prepare_runs
+from sysid_ros.core.blas import single_threaded_blas
 from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write_bag
 from sysid_ros.core.data.columns import TIME_UNITS, ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
@@ -207,6 +208,11 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
+    with single_threaded_blas():  # the batch path's matrices are small: see sysid_ros/core/blas.py
+        return _identify_blas(args)
+
+
+def _identify_blas(args: argparse.Namespace) -> int:
     model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature),
                                  base=args.base)
     target = batch_target(model, args.payload_only or "", plausibility=Plausibility(

@@ -39,6 +39,7 @@ from sysid_ros.core.batch.identify import (
     run_method,
 )
 from sysid_ros.core.batch.multi_run import identify_runs, parse_payloads, prepare_runs
+from sysid_ros.core.blas import single_threaded_blas
 from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
 from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
@@ -204,7 +205,8 @@ class BatchSolverNode(Node):
         start = time.perf_counter()
         try:
             self._current = f"{request.method or 'ols'} on {request.bag_path!r}"
-            self._solve(request, response)
+            with single_threaded_blas():  # small matrices: see sysid_ros/core/blas.py
+                self._solve(request, response)
         except SysIdError as exc:
             response.success = False
             response.message = str(exc)
