@@ -32,6 +32,7 @@ Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import sys
@@ -702,6 +703,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the ~130,000 objects the imports made (SciPy, MuJoCo, numba, ...) live until exit: out of the
+    # collector's reach, a full collection skips them (identify: 0.7 s -> 0.2 s of collections at load 7)
+    gc.freeze()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
