@@ -7,7 +7,8 @@ counted). Every run is a fresh process (interpreter start included), median of `
 
 * ``bag`` / ``bag --no-plots`` / ``csv``: the plain command, wall time; ``bag, 1 BLAS thread``:
   the same with ``OPENBLAS_NUM_THREADS=1`` (on a machine loaded beyond its cores, BLAS threads
-  spin waiting for each other);
+  spin waiting for each other; ``sysid identify`` now limits BLAS to one thread itself, see
+  ``sysid_ros/core/blas.py``, so the two should agree);
 * the breakdown: the same command in a process that times its stages by wrapping the CLI's own
   functions (import of ``sysid_ros.cli``; bag read; model set-up; prepare; solve; evaluate and
   write; the rest is interpreter start and argument parsing), with BLAS as configured and on one

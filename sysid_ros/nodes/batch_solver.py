@@ -39,6 +39,7 @@ from sysid_ros.core.batch.identify import (
     run_method,
 )
 from sysid_ros.core.batch.multi_run import identify_runs, parse_payloads, prepare_runs
+from sysid_ros.core.blas import single_threaded_blas
 from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
 from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
@@ -83,6 +84,9 @@ class BatchSolverNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("batch_solver", **kwargs)
+        # BLAS on one thread for the node's life (small matrices: sysid_ros/core/blas.py), set from
+        # this thread: a limit set in the solve's worker thread may not hold (OpenBLAS 0.3.31)
+        self._one_blas_thread = single_threaded_blas()
         declare_parameters(self, (
             ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
             ("output_root", "sysid_results", "results are written only under this folder"),
@@ -292,6 +296,10 @@ class BatchSolverNode(Node):
             return {}
         spec = self._get("csv_columns")
         return {"columns": ColumnMap.parse(spec) if spec else None, "time_unit": self._get("time_unit")}
+
+    def destroy_node(self) -> None:
+        self._one_blas_thread.restore_original_limits()
+        super().destroy_node()
 
 
 def _payload_list(text: str) -> list:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import time
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from sysid_ros.core.blas import single_threaded_blas  # updates: p×p matrices, one thread
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.rls import RecursiveLeastSquares
@@ -26,19 +24,6 @@ from sysid_ros.core.online.rows import (
 Estimator = Literal["rls", "rls_logdet", "mhe"]
 Weighting = Literal["fixed", "adaptive"]
 WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The process's BLAS/LAPACK thread pools (looked up once, after numpy and scipy loaded)."""
-    return ThreadpoolController()
-
-
-def single_threaded_blas() -> contextlib.AbstractContextManager:
-    """A context running BLAS/LAPACK on one thread. An update works on matrices of ~100×100 in
-    ~0.1 ms: a second BLAS thread saves nothing there, and on a loaded machine its hand-offs wait
-    for a core (updates took 1.7-9 ms median, 45-245 ms at the 99th percentile instead of 0.1 ms)."""
-    return _blas().limit(limits=1, user_api="blas")
 
 
 @dataclass

@@ -33,7 +33,7 @@ from sysid_ros.core.model.robot import (
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.model.urdf import write_urdf
 from sysid_ros.core.report.metrics import Evaluation, TorqueFit
-from sysid_ros.core.report.plotting import pyplot, save_figure
+from sysid_ros.core.report.plotting import envelope, pyplot, save_figure
 from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.synthetic import Payload, payload_spec
 
@@ -265,15 +265,18 @@ def _plot(path: Path, fit: TorqueFit, result: IdentificationResult, title: str) 
     names = result.joint_names or tuple(f"dof{i}" for i in range(n))
     for j in range(n):
         ax = axes[j, 0]
-        ax.plot(fit.t, fit.measured[:, j], lw=1.0, label="measured")
-        ax.plot(fit.t, fit.predicted[:, j], lw=1.0, ls="--", label="predicted")
+        ax.plot(*envelope(fit.t, fit.measured[:, j]), lw=1.0, label="measured")
+        ax.plot(*envelope(fit.t, fit.predicted[:, j]), lw=1.0, ls="--", label="predicted")
         ax.set_ylabel(f"{names[j]}\n[N·m]", fontsize=8)
         ax.grid(alpha=0.3)
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time [s]")
     fig.suptitle(f"{result.method}: measured vs predicted torque ({title}), "
                  f"relative error {fit.errors.relative:.2f} %", fontsize=10)
-    save_figure(fig, path, dpi=90)
+    # fixed margins [inch] instead of a tight layout (one draw less): two-line joint labels on the left
+    height = fig.get_figheight()
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.55 / height, top=1 - 0.45 / height, hspace=0.15)
+    save_figure(fig, path, dpi=90, tight=False)
 
 
 def _num(x: float) -> float | None:

@@ -1,0 +1,39 @@
+"""BLAS/LAPACK threads: the project runs its linear algebra on one thread.
+
+The project's matrices are small: a ``(4465, 58)`` least squares, a ``(1200, 84)`` QR in the
+base-parameter search, ~100×100 updates online. A second OpenBLAS thread saves nothing there and,
+on a machine with more runnable processes than cores, its hand-offs wait for a core.
+``benchmarks/blas_threads.py`` (UR5e, 20 s at 1 kHz, one process, 1 vs 2 threads alternating,
+load average 2 on 2 CPUs): model set-up 0.007 s vs 0.11 s, OLS solve 0.07 s vs 0.20 s, the
+``(4465, 58)`` lstsq 3.5 ms vs 7.4 ms, the ``(1200, 84)`` QR 1.9 ms vs 6.1 ms; nothing measured
+ran faster on two. Under load 10–17 the whole ``sysid identify`` took 16 s on the default threads
+and 10.5 s on one.
+
+NumPy and SciPy each bring their own OpenBLAS (SciPy's is loaded with ``scipy.linalg``): this
+module imports ``scipy.linalg`` so that the controller sees both. Set the limit from the main
+thread where work runs in other threads: with OpenBLAS 0.3.31, once the main thread has set a
+thread count, a limit set in a worker thread does not take effect (30 lstsq of ``(4465, 58)`` in
+a worker at load 5.6: 1.2 s limited there, 0.24 s limited from the main thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS before the controller looks for it)
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["single_threaded_blas"]
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS/LAPACK thread pools (looked up once, after numpy and scipy loaded)."""
+    return ThreadpoolController()
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager:
+    """BLAS/LAPACK on one thread (all loaded libraries, process-wide) from now on: as a context,
+    the previous limits come back on exit; else they stay until ``.restore_original_limits()``."""
+    return _blas().limit(limits=1, user_api="blas")
