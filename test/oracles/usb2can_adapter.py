@@ -54,7 +54,10 @@ def tx_message(frame: bytes) -> can.Message:
 def main(config_path: str) -> int:
     config = load_bridge_config(config_path)
     channel = f"adapter-{os.getpid()}"
-    emulator = MotorEmulator(config.joints, channel=channel, interface="virtual", clock="realtime").start()
+    # the motors are powered (and their shafts start to move) when the host first talks to the
+    # adapter: a limp arm does not sag past its limits while a loaded host is still starting the
+    # bridge process (frames sent before are queued on the emulator's bus)
+    emulator = MotorEmulator(config.joints, channel=channel, interface="virtual", clock="realtime")
     cable = can.Bus(interface="virtual", channel=channel)  # the adapter's side of the CAN bus
     master, slave = os.openpty()
     stop = threading.Event()
@@ -82,6 +85,7 @@ def main(config_path: str) -> int:
             while (start := buffer.find(TX_HEAD)) >= 0 and len(buffer) - start >= TX_LENGTH:
                 frame, buffer = buffer[start:start + TX_LENGTH], buffer[start + TX_LENGTH:]
                 cable.send(tx_message(frame))
+                emulator.start()  # idempotent
 
     threads = [threading.Thread(target=f, daemon=True) for f in (to_host, from_host)]
     for t in threads:
