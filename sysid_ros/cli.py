@@ -258,13 +258,7 @@ def _identify_blas(args: argparse.Namespace) -> int:
         paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
         if not args.no_plots:
             paths.append(plot_convergence(Path(args.out) / "convergence.png", online))
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(summary(result, evaluation))
-        for p in paths:
-            print(f"wrote {p}")
-    return _trust(result)
+    return _report(args, result, evaluation, paths, doc)
 
 
 def _monitor(args: argparse.Namespace) -> int:
@@ -337,6 +331,12 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
         val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
+    return _report(args, result, evaluation, paths, doc)
+
+
+def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict) -> int:
+    """What ``sysid identify`` prints (result.json with ``--json``, else the summary and the files
+    written) and its exit code (:func:`_trust`)."""
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

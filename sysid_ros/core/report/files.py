@@ -191,7 +191,7 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         doc["divergence_to_prior"] = _num(evaluation.divergence_to_prior)
         doc.update(extra or {})
         names = ["result.json"]
-        text = json.dumps(doc, indent=2, default=_json)
+        text = json.dumps(doc, indent=2, default=json_default)
         (staging / "result.json").write_text(text + "\n")
         if _write_mjcf(staging / "identified.xml", target, result):
             names.append("identified.xml")
@@ -283,7 +283,8 @@ def _num(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
 
-def _json(x: Any) -> Any:
+def json_default(x: Any) -> Any:
+    """``json.dumps(..., default=json_default)``: NumPy arrays and scalars as JSON values."""
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, np.generic):

@@ -50,7 +50,7 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
 from sysid_ros.core.model.target import Target, batch_target
-from sysid_ros.core.report.files import write_outputs
+from sysid_ros.core.report.files import json_default, write_outputs
 from sysid_ros.core.report.metrics import base_parameter_errors, evaluate, heldout_torque
 from sysid_ros.core.report.plotting import pyplot, save_figure
 from sysid_ros.core.sim.simulation import SensorModel, default_gains
@@ -596,7 +596,7 @@ def write_report(out: str | os.PathLike[str], report: ValidationReport, *, plots
     out.mkdir(parents=True, exist_ok=True)
     path = out / "validation.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report.as_dict(), indent=2, default=_json) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(report.as_dict(), indent=2, default=json_default) + "\n", encoding="utf-8")
     tmp.replace(path)
     paths = [path]
     if plots:
@@ -710,10 +710,3 @@ def _num(x: float) -> float | None:
     x = float(x)
     return None if math.isnan(x) else x
 
-
-def _json(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(f"not JSON serialisable: {type(x)}")
