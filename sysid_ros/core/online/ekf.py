@@ -34,13 +34,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from sysid_ros.core.blas import single_threaded_blas
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, pseudo_inertia
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.drift import INITIAL_STD, base_scale, base_to_standard, parameter_scale
-from sysid_ros.core.online.estimator import OnlineLog
+from sysid_ros.core.online.estimator import EstimateRecord
 
 #: forward-difference steps of the state Jacobians [rad, rad/s]
 FD_STEP = 1e-6
@@ -244,7 +244,7 @@ class AugmentedEKF:
         return x, 0.5 * (cov + cov.T)
 
 
-class EKFEstimator:
+class EKFEstimator(EstimateRecord):
     """:class:`AugmentedEKF` behind the interface of :class:`~.estimator.OnlineEstimator` (what
     :class:`~.session.OnlineSession`, the node and ``sysid identify`` use): ``push_batch`` of
     conditioned samples, ``theta``, ``information``, ``log``, counters, ``residual_rms`` [N·m]
@@ -263,19 +263,7 @@ class EKFEstimator:
                                  drift=drift)
         self.rows = self.core  # what the session restarts after a gap: the joint state
         self.truth = truth
-        self.log = OnlineLog()
-        self.rejected = 0
-        self.last_rejection: tuple[float, str] | None = None
-        self.residual_sq = 0.0
-        self.residual_n = 0
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.core.theta
-
-    @property
-    def samples(self) -> int:
-        return self.core.samples
+        self._start_record()
 
     @property
     def information(self) -> np.ndarray:
@@ -295,26 +283,18 @@ class EKFEstimator:
         try:
             residual = self.core.step(t, q, dq, ddq, tau)
         except (SysIdError, np.linalg.LinAlgError) as exc:
-            self.rejected += 1
-            self.last_rejection = (float(t), str(exc))
-            return False
+            return self._reject(t, exc)
         if residual is not None:
             self.residual_sq += residual
             self.residual_n += self.core.n
         if log:
-            self.log.t.append(float(t))
-            self.log.theta.append(self.core.theta.copy())
-            self.log.divergence.append(self.divergence(self.truth) if self.truth is not None else np.nan)
-            self.log.update_time.append(time.perf_counter() - start)
+            self._record(t, start)
         return True
 
     def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True) -> int:
         """``K`` samples in order; returns how many the filter took. BLAS runs single-threaded
         here: the filter's matrices are small (tens of rows), and a multi-threaded BLAS on them
         is 20x slower on a loaded machine (threads spin-waiting for cores)."""
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_threaded_blas():
             return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
 
-    @property
-    def residual_rms(self) -> float:
-        return float(np.sqrt(self.residual_sq / self.residual_n)) if self.residual_n else float("nan")

@@ -36,7 +36,46 @@ class OnlineLog:
     update_time: list[float] = field(default_factory=list)
 
 
-class OnlineEstimator:
+class EstimateRecord:
+    """What every online estimator keeps beside its core (``self.core`` with ``theta`` and
+    ``samples``; ``self.truth``, ``self.divergence``): the estimates over time (``log``), the
+    refused steps (``rejected``, ``last_rejection``) and the a-priori torque residuals
+    (``residual_rms`` [N·m])."""
+
+    def _start_record(self) -> None:
+        self.log = OnlineLog()
+        self.rejected = 0
+        self.last_rejection: tuple[float, str] | None = None
+        self.residual_sq = 0.0
+        self.residual_n = 0
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.core.theta
+
+    @property
+    def samples(self) -> int:
+        return self.core.samples
+
+    @property
+    def residual_rms(self) -> float:
+        return float(np.sqrt(self.residual_sq / self.residual_n)) if self.residual_n else float("nan")
+
+    def _reject(self, t: float, exc: Exception) -> bool:
+        """Count a step the core refused (the estimate stays as it was); returns False."""
+        self.rejected += 1
+        self.last_rejection = (float(t), str(exc))
+        return False
+
+    def _record(self, t: float, start: float) -> None:
+        """Log the estimate after the step at ``t`` that began at ``start`` (perf_counter)."""
+        self.log.t.append(float(t))
+        self.log.theta.append(self.core.theta.copy())
+        self.log.divergence.append(self.divergence(self.truth) if self.truth is not None else np.nan)
+        self.log.update_time.append(time.perf_counter() - start)
+
+
+class OnlineEstimator(EstimateRecord):
     """A row builder feeding RLS or RLS log-det-div, with counters and timing.
 
     ``push`` takes one conditioned sample, ``push_batch`` ``K`` of them. Rows the estimator
@@ -94,22 +133,10 @@ class OnlineEstimator:
             raise DataError(f"unknown estimator {estimator!r}; expected rls, rls_logdet or mhe")
         self.regression, self.estimator = regression, estimator
         self.truth = truth
-        self.log = OnlineLog()
-        self.rejected = 0
-        self.last_rejection: tuple[float, str] | None = None
+        self._start_record()
         p = len(self.prior)
         # RLS keeps P, not the information: Ω = λΩ + AᵀWA of the rows it was given
         self._information = np.zeros((p, p)) if estimator == "rls" else None
-        self.residual_sq = 0.0
-        self.residual_n = 0
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.core.theta
-
-    @property
-    def samples(self) -> int:
-        return self.core.samples
 
     @property
     def information(self) -> np.ndarray:
@@ -152,9 +179,7 @@ class OnlineEstimator:
         try:
             self.core.update(*fed, **({"t": float(t)} if getattr(self.core, "timed", False) else {}))
         except (SysIdError, np.linalg.LinAlgError) as exc:
-            self.rejected += 1
-            self.last_rejection = (float(t), str(exc))
-            return False
+            return self._reject(t, exc)
         if self.row_weights is not None:
             self.row_weights.observe(a, y, self.core.theta)
         if self._information is not None:
@@ -165,12 +190,5 @@ class OnlineEstimator:
         self.residual_sq += float(residual @ residual)
         self.residual_n += residual.size
         if log:
-            self.log.t.append(t)
-            self.log.theta.append(self.core.theta.copy())
-            self.log.divergence.append(self.divergence(self.truth) if self.truth is not None else np.nan)
-            self.log.update_time.append(time.perf_counter() - start)
+            self._record(t, start)
         return True
-
-    @property
-    def residual_rms(self) -> float:
-        return float(np.sqrt(self.residual_sq / self.residual_n)) if self.residual_n else float("nan")
