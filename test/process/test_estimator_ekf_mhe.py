@@ -11,11 +11,10 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import TEST_ROBOTS, stop_process
+from conftest import TEST_ROBOTS, SpinningNode, stop_process
 
 rclpy = pytest.importorskip("rclpy")
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
@@ -23,13 +22,12 @@ from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.sim.changes import simulate_change  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import Payload  # noqa: E402
+from sysid_ros.nodes.qos import LATCHED  # noqa: E402
 
 pytestmark = pytest.mark.ros
 MODEL = TEST_ROBOTS / "ur5e.xml"
 RATE = 250.0  # Hz
 TIMEOUT = 120.0
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +48,8 @@ def test_estimator_node_tracks_a_payload_picked_up(run, method, ros_domain_id):
          "-p", f"sample_rate:={RATE}", "-p", "drift:=0.3", "-p", "horizon:=1.0",
          "-p", "reliable_input:=true", "-p", "publish_rate:=20.0"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain_id)
-    node = rclpy.create_node("replayer", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
+    replayer = SpinningNode("replayer", ros_domain_id)
+    node = replayer.node
     estimates: list = []
     done = threading.Event()
 
@@ -83,8 +78,6 @@ def test_estimator_node_tracks_a_payload_picked_up(run, method, ros_domain_id):
             sent[0] += 1
 
     node.create_timer(0.01, send_batch)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
     try:
         assert done.wait(TIMEOUT), f"sent {sent[0]}, last {estimates[-1] if estimates else None}"
         final = estimates[-1]
@@ -93,9 +86,6 @@ def test_estimator_node_tracks_a_payload_picked_up(run, method, ros_domain_id):
         assert final.physically_consistent
         assert proc.poll() is None
     finally:
-        executor.shutdown()
-        thread.join(timeout=5)
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        replayer.close()
         log = stop_process(proc)
     assert proc.returncode == 0, log[-3000:]
