@@ -74,6 +74,21 @@ def wait_until(condition, timeout: float, what: str, proc=None) -> None:
         event.wait(0.01)
 
 
+def wait_with_nodes(condition, timeout: float, what: str, procs=()) -> None:
+    """Wait (bounded) until ``condition()``, failing at once if one of the node processes
+    ``procs`` (:class:`sysid_ros.nodes.processes.NodeProcess`) has ended (its ``check_running``
+    says which and why), else naming ``what`` on timeout."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        for p in procs:
+            p.check_running()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
 class SpinningNode:
     """A test's own ROS side: a context in ``domain_id``, one node spun by a background thread
     until :meth:`close`; :meth:`publish` waits out a reliable writer's back-pressure."""

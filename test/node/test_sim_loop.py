@@ -8,12 +8,11 @@ gap, and every process must exit cleanly on SIGINT."""
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
 import rclpy
-from conftest import DEFAULT_ROBOT
+from conftest import DEFAULT_ROBOT, wait_with_nodes
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
@@ -31,16 +30,6 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-def _wait(condition, seconds: float, what: str, procs=()) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        for p in procs:
-            p.check_running()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
@@ -74,15 +63,17 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
             procs[name] = NodeProcess(name, config=name, overrides=overrides, domain_id=ros_domain_id,
                                       log=tmp_path / f"{name}.log")
             if name != "mujoco_sim":
-                _wait(lambda n=name: n in node.get_node_names(), 30, f"node {name}", procs.values())
-        _wait(lambda: len(estimates) > 0, 60, "a first estimate", procs.values())
+                wait_with_nodes(lambda n=name: n in node.get_node_names(), 30, f"node {name}", procs.values())
+        wait_with_nodes(lambda: len(estimates) > 0, 60, "a first estimate", procs.values())
         # a malformed command: refused with a reason, the simulator keeps running
-        _wait(lambda: bad_command.get_subscription_count() >= 2, 30, "the simulator and recorder to match")
+        wait_with_nodes(lambda: bad_command.get_subscription_count() >= 2, 30,
+                        "the simulator and recorder to match")
         bad_command.publish(MotorCommand(name=["elbow"], position=[0.0], velocity=[0.0], effort=[0.0]))
-        _wait(done.is_set, 150, "the end of the excitation", procs.values())
+        wait_with_nodes(done.is_set, 150, "the end of the excitation", procs.values())
         # estimates are stamped with data time: wait for one covering a second past the end
         sim_end = estimates[-1].header.stamp.sec
-        _wait(lambda: estimates[-1].header.stamp.sec >= sim_end + 1, 60, "the estimator to catch up")
+        wait_with_nodes(lambda: estimates[-1].header.stamp.sec >= sim_end + 1, 60,
+                        "the estimator to catch up")
 
         truth = Payload.parse(PAYLOAD)
         final = PayloadQuantities.of(estimates[-1].values)
@@ -99,7 +90,7 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
         client = node.create_client(Trigger, "/recorder/stop")
         assert client.wait_for_service(timeout_sec=10)
         future = client.call_async(Trigger.Request())
-        _wait(future.done, 30, "the recorder to finish the bag")
+        wait_with_nodes(future.done, 30, "the recorder to finish the bag")
         assert future.result().success and future.result().message == str(bag)
     finally:
         codes = {name: p.stop() for name, p in procs.items()}

@@ -6,15 +6,10 @@ before it, publish its residual and thresholds, and exit cleanly on SIGINT."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-import rclpy
 from builtin_interfaces.msg import Time
-from conftest import DEFAULT_ROBOT
+from conftest import DEFAULT_ROBOT, SpinningNode, wait_with_nodes
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray
 
@@ -30,22 +25,9 @@ THRESHOLD = 0.5  # N·m; a contact-free run of this robot stays below 0.15 (test
 TIMEOUT = 150.0  # s wall, loaded 2-core machine
 
 
-def _wait(condition, seconds: float, what: str, procs=()) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        for p in procs:
-            p.check_running()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_node_reports_a_simulated_push_within_20ms(ros_domain_id, tmp_path):
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain_id)
-    node = rclpy.create_node("collision_monitor_test", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
+    listener = SpinningNode("collision_monitor_test", ros_domain_id)
+    node = listener.node
     events: list[DiagnosticArray] = []
     residuals: list[Float64MultiArray] = []
     thresholds: list[Float64MultiArray] = []
@@ -56,15 +38,14 @@ def test_node_reports_a_simulated_push_within_20ms(ros_domain_id, tmp_path):
     node.create_subscription(Float64MultiArray, "/collision_monitor/thresholds", thresholds.append, LATCHED)
     node.create_subscription(Time, "/collision_monitor/progress",
                              lambda m: progress.__setitem__(0, m.sec + 1e-9 * m.nanosec), PROGRESS)
-    threading.Thread(target=executor.spin, daemon=True).start()
     procs: dict[str, NodeProcess] = {}
     try:
         procs["collision_monitor"] = NodeProcess(
             "collision_monitor", config="collision_monitor", domain_id=ros_domain_id,
             log=tmp_path / "monitor.log",
             overrides={"model_path": str(DEFAULT_ROBOT), "thresholds": [THRESHOLD], "reliable_input": True})
-        _wait(lambda: "collision_monitor" in node.get_node_names(), 60, "the collision_monitor node",
-              procs.values())
+        wait_with_nodes(lambda: "collision_monitor" in node.get_node_names(), 60,
+                        "the collision_monitor node", procs.values())
         procs["trajectory_publisher"] = NodeProcess(
             "trajectory_publisher", config="trajectory_publisher", domain_id=ros_domain_id,
             log=tmp_path / "tp.log", overrides={
@@ -76,13 +57,13 @@ def test_node_reports_a_simulated_push_within_20ms(ros_domain_id, tmp_path):
                 "torque_noise": 0.02, "lockstep": True, "lockstep_wait_for": ["/collision_monitor/progress"],
                 "lockstep_window": 0.02,
                 "pushes": [f"body=link_6,force=0,0,-30,start={PUSH_START},duration=0.1"]})
-        _wait(lambda: progress[0] >= SIM_SECONDS, TIMEOUT, f"{SIM_SECONDS} s simulated", procs.values())
+        wait_with_nodes(lambda: progress[0] >= SIM_SECONDS, TIMEOUT, f"{SIM_SECONDS} s simulated",
+                        procs.values())
     finally:
         codes = {name: p.stop() for name, p in procs.items()}
         for name, p in procs.items():  # shown by pytest if the test fails
             print(f"==== {name} (exit {codes[name]})\n{p.output[-3000:]}")
-        executor.shutdown()
-        rclpy.try_shutdown(context=context)
+        listener.close()
     assert codes == dict.fromkeys(procs, 0)
 
     assert thresholds and list(thresholds[-1].data) == [THRESHOLD] * 6
