@@ -42,15 +42,22 @@ def roots(tmp_path):
     return data, out
 
 
+def start_batch_solver(domain_id: int, data, out, *args: str, model=MODEL) -> subprocess.Popen:
+    """The batch_solver node as a process on loopback in ``domain_id``: bags under ``data``,
+    results under ``out``, ``model``, no plots; ``args``: more ``--ros-args`` (``-p ...``,
+    ``--params-file ...``)."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    return subprocess.Popen(
+        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
+         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={model}",
+         "-p", "plots:=false", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 @pytest.fixture
 def node_process(roots, ros_domain_id):
     data, out = roots
-    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
-         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
-         "-p", "plots:=false"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_batch_solver(ros_domain_id, data, out)
     yield proc
     stop_process(proc)
 
@@ -168,12 +175,7 @@ def test_torque_calibration_and_plausibility_parameters_reach_the_solve(tmp_path
     model = RobotModel.from_mjcf(MODEL, joint_terms=("Ia",))  # the MJCF's armature is simulated
     ds = simulate_dataset(model, duration=8.0, seed=3)
     write_bag(data / "current", dataset_topics(replace(ds, tau=ds.tau / 2.0)), truth=ds.truth)
-    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
-         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
-         "-p", "plots:=false", "-p", "torque_scale:=[2.0]", "-p", "mass_factor:=1.5"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_batch_solver(ros_domain_id, data, out, "-p", "torque_scale:=[2.0]", "-p", "mass_factor:=1.5")
     c = Client(ros_domain_id)
     try:
         assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
@@ -206,12 +208,7 @@ def test_vendor_csv_with_column_map_and_controller_description_solves_pc_iv(tmp_
         "batch_solver:\n  ros__parameters:\n"
         f"    csv_columns: '{COLUMNS}'\n    time_unit: ms\n"
         f"    controller: 'velocity:kv={numbers(kv)}'\n    torque_scale: [{numbers(KT)}]\n")
-    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
-         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={MODEL}",
-         "-p", "plots:=false", "--params-file", str(params)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_batch_solver(ros_domain_id, data, out, "--params-file", str(params))
     c = Client(ros_domain_id)
     try:
         assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
@@ -246,12 +243,7 @@ def test_several_bags_with_known_payloads_identify_drive_gains(tmp_path, ros_dom
     params = tmp_path / "params.yaml"
     params.write_text("batch_solver:\n  ros__parameters:\n"
                       f"    known_payloads: '{json.dumps(PAYLOADS)}'\n    drive_gains: true\n")
-    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sysid_ros.nodes.batch_solver", "--ros-args",
-         "-p", f"data_root:={data}", "-p", f"output_root:={out}", "-p", f"model_path:={data / 'arm.xml'}",
-         "-p", "plots:=false", "--params-file", str(params)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_batch_solver(ros_domain_id, data, out, "--params-file", str(params), model=data / "arm.xml")
     c = Client(ros_domain_id)
     try:
         assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
