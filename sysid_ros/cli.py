@@ -67,6 +67,7 @@ from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
 from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
+from sysid_ros.core.online.rows import DISCRETISATIONS
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.report.files import summary, write_outputs
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
@@ -416,8 +417,9 @@ def _add_online_options(parser: argparse.ArgumentParser) -> None:
         if name == "sample_rate":
             group.add_argument(flag, type=float, default=None, metavar=metavar[name],
                                help=f"{OPTION_HELP[name]} (default: the data's median rate)")
-        elif name == "weighting":
-            group.add_argument(flag, choices=WEIGHTINGS, default=default,
+        elif name in ("weighting", "momentum_scheme"):
+            choices = WEIGHTINGS if name == "weighting" else DISCRETISATIONS
+            group.add_argument(flag, choices=choices, default=default,
                                help=f"{OPTION_HELP[name]} (default: {default})")
         else:
             group.add_argument(flag, type=type(default), default=default, metavar=metavar[name],

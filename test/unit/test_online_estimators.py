@@ -7,6 +7,7 @@ import pytest
 from conftest import DEFAULT_ROBOT, TEST_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel, SysIdError, logdet_divergence
+from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.robot import body_params_from_inertial
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.online.rls import RecursiveLeastSquares
@@ -111,8 +112,54 @@ def test_momentum_rows_recover_a_payload_without_accelerations(panda_payload):
     a = np.concatenate([r[0] for r in built])
     y = np.concatenate([r[1] for r in built])
     sol = np.linalg.lstsq(a, y, rcond=None)[0]
-    # trapezoidal integration of sampled torque: accurate to the discretisation
-    np.testing.assert_allclose(sol, payload.params, atol=2e-3 * np.abs(payload.params).max())
+    # the simulator steps by semi-implicit Euler at the sample rate: the rows are its exact sums
+    assert rows.windows == {"trapezoidal": 0, "euler": 12}
+    np.testing.assert_allclose(sol, payload.params, atol=1e-8 * np.abs(payload.params).max())
+
+
+def test_momentum_rows_take_the_discretisation_the_samples_kinematics_fit():
+    """Semi-implicit Euler at the sample rate: the summed rows hold to rounding, the trapezoidal
+    rule's are off by ~1e-3; an RK4 simulation (continuous-time motion sampled): "auto" takes the
+    trapezoidal rule, which (torque held over each step, as simulated) is two orders closer. Any cut of the stream into batches gives the same rows, bit for bit."""
+    from sysid_ros.core.online import MomentumRows
+    from sysid_ros.core.sim.simulation import simulate_mit
+    from sysid_ros.core.sim.synthetic import with_payload
+
+    model = RobotModel.from_mjcf(TEST_ROBOTS / "panda.xml")
+    payload = Payload("hand", 2.0, np.array([0.02, 0.0, 0.05]), np.eye(3) * 2.0 * 0.08**2 / 6)
+    target = payload_target(model, "hand")
+    traj = FourierTrajectory.random(Limits.of(model), seed=4)
+
+    def error(rec, scheme, hold=False):
+        rows = MomentumRows(target, window=0.25, discretisation=scheme, torque_hold=hold)
+        built = [r for r in rows.push_batch(rec.t, rec.q, rec.dq, None, rec.tau) if r is not None]
+        scale = max(np.abs(y).max() for _, y in built)
+        return max(np.abs(a @ payload.params - y).max() for a, y in built) / scale, rows.windows
+
+    euler = simulate_mit(model, traj, 1.0, truth=with_payload(model, payload), integrator="euler")
+    assert error(euler, "euler")[0] < 1e-10
+    assert error(euler, "trapezoidal")[0] > 1e-4
+    assert error(euler, "auto") == (error(euler, "euler")[0], {"trapezoidal": 0, "euler": 4})
+    rk4 = simulate_mit(model, traj, 1.0, truth=with_payload(model, payload), integrator="rk4")
+    assert error(rk4, "auto")[1] == {"trapezoidal": 4, "euler": 0}
+    # the simulator holds each torque over its step: with that said, the trapezoidal rows hold
+    assert error(rk4, "auto", hold=True)[0] < 0.01 * error(rk4, "euler", hold=True)[0]
+    whole = MomentumRows(target, window=0.25).push_batch(euler.t, euler.q, euler.dq, None, euler.tau)
+    cut = MomentumRows(target, window=0.25)
+    pieces, k = [], 0
+    for n in np.random.default_rng(0).integers(1, 37, size=len(euler.t)):
+        if k >= len(euler.t):
+            break
+        part = slice(k, k + n)
+        pieces += cut.push_batch(euler.t[part], euler.q[part], euler.dq[part], None, euler.tau[part])
+        k += n
+    assert [r is None for r in pieces] == [r is None for r in whole]
+    for got, want in zip(pieces, whole, strict=True):
+        if want is not None:
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    with pytest.raises(SysIdError, match="unknown momentum discretisation 'midpoint'; expected auto, "
+                                         "trapezoidal, euler"):
+        MomentumRows(target, discretisation="midpoint")
 
 
 def test_conservation_rows_identify_a_payload_on_a_floating_robot():

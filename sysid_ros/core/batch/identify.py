@@ -450,6 +450,8 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
                                            "p99": float(np.percentile(times, 99)) if times.size else None},
                         "residual_rms": est.residual_rms,
                         "final_divergence_to_truth": div[-1] if div else None}}
+    if est.regression == "momentum":
+        extra["online"]["momentum_windows"] = dict(est.rows.windows)
     name = "momentum" if est.regression == "momentum" else est.estimator
     result = _standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6),
                               SolverStatus(solver=est.estimator), extra)

@@ -92,7 +92,8 @@ class OnlineEstimator(EstimateRecord):
     def __init__(self, target: Target, *, regression: Regression = "force",
                  estimator: Estimator = "rls_logdet",
                  forgetting: float = 1.0, alpha: float = 1.0, weight: float | np.ndarray = 1.0,
-                 window: float = 0.5, prior: np.ndarray | None = None, p0: float = 1.0,
+                 window: float = 0.5, momentum_scheme: str = "auto",
+                 prior: np.ndarray | None = None, p0: float = 1.0,
                  truth: np.ndarray | None = None, min_speed: float = 0.0,
                  weighting: Weighting = "fixed", weight_memory: float = 1.0,
                  sample_rate: float = 500.0, horizon: float = 2.0, solve_rate: float = 10.0,
@@ -102,7 +103,7 @@ class OnlineEstimator(EstimateRecord):
         if regression == "force":
             self.rows = ForceRows(target, min_speed=min_speed)
         elif regression == "momentum":
-            self.rows = MomentumRows(target, window=window)
+            self.rows = MomentumRows(target, window=window, discretisation=momentum_scheme)
         elif regression == "conservation":
             self.rows = ConservationRows(target)
         else:

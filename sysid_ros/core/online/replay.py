@@ -44,6 +44,10 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
             div = est.log.divergence[-1] if est.log.divergence else float("nan")
             say(f"{options.method}: {100 * b // len(ds)} % ({ds.t[b - 1]:.1f} s), "
                 f"{est.samples} updates" + ("" if np.isnan(div) else f", divergence to truth {div:.4g}"))
+    if session.estimator.regression == "momentum":
+        windows = session.estimator.rows.windows
+        say(f"momentum rows: {windows['euler']} window(s) summed as semi-implicit Euler steps, "
+            f"{windows['trapezoidal']} integrated by the trapezoidal rule ({options.momentum_scheme})")
     return session
 
 

@@ -1,7 +1,8 @@
 """Per-sample regression rows for online estimators, each ``push(t, q, dq, ddq, tau) -> (A, y) | None``.
 
 :class:`ForceRows` (inverse dynamics, needs accelerations), :class:`MomentumRows` (fixed base:
-generalised momentum over a window, trapezoidal integrals, no acceleration),
+generalised momentum over a window, no acceleration; trapezoidal or semi-implicit-Euler sums,
+chosen from the samples' kinematics by :class:`IntegrationScheme`),
 :class:`ConservationRows` (free-floating base in zero gravity: total momentum differences, or the
 constant momentum as 6 unknowns); :class:`RowFilter` low-passes any builder's rows;
 :class:`Nuisance` appends arm bodies estimated alongside a payload.
@@ -127,7 +128,7 @@ def momentum_row_weight(torque_noise: float, window: float) -> float:
 
 @dataclass
 class _Window:
-    """Running integrals of one momentum window started at ``t0``."""
+    """Running integrals of one momentum window started at ``t0`` (trapezoidal scheme)."""
 
     t0: float
     yp0: np.ndarray  # Yp(t_r)
@@ -139,30 +140,116 @@ class _Window:
     known_p0: np.ndarray | None = None  # known arm's momentum at t_r (payload targets)
     known_rate: np.ndarray | None = None
     int_known: np.ndarray | None = None
+    scheme: str = "trapezoidal"
+
+
+@dataclass
+class _PendingWindow:
+    """A window whose first sample (at ``t0``) came; its scheme is chosen at the next sample."""
+
+    t0: float
+
+
+@dataclass
+class _EulerWindow:
+    """Running sums of one window started at ``t0`` (Euler scheme): ``A = Σ h·Y``,
+    ``y = Σ h·(τ − τ_known)``."""
+
+    t0: float
+    a: np.ndarray | None = None
+    y: np.ndarray | None = None
+    scheme: str = "euler"
+
+
+#: the momentum rows' discretisations (:class:`MomentumRows`)
+Discretisation = Literal["auto", "trapezoidal", "euler"]
+DISCRETISATIONS = ("auto", "trapezoidal", "euler")
+
+
+class IntegrationScheme:
+    """Which integration rule a recording's samples obey, from their kinematics alone.
+
+    Per step of ``h`` [s] between samples ``(q, q̇)`` and ``(q₊, q̇₊)``: the semi-implicit Euler
+    residual ``q₊ − q − h·q̇₊`` (zero for a simulator integrating by semi-implicit Euler at the
+    sample rate, as MuJoCo's default integrator does) and the trapezoidal residual
+    ``q₊ − q − h·(q̇ + q̇₊)/2`` (third order in ``h`` for a continuous-time motion sampled, e.g. a
+    real arm, or a simulation stepped finer than it is recorded). Sums of squares since the start;
+    :meth:`push_batch` says after every sample whether Euler fits better so far. Positions and
+    velocities of different sizes (a free-floating base's quaternion) are not compared: trapezoidal.
+    """
+
+    def __init__(self) -> None:
+        self.squares = np.zeros(2)  # [Euler, trapezoidal] residual sums of squares
+        self._last: tuple[float, np.ndarray, np.ndarray] | None = None
+
+    def restart(self) -> None:
+        """Forget the previous sample (a gap: no difference across it); the sums stay."""
+        self._last = None
+
+    def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """``(K,)`` bool: whether, with samples up to each one, Euler fits better than trapezoidal."""
+        t, q, dq = np.asarray(t, dtype=float), np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        if q.shape != dq.shape or not len(t):
+            return np.zeros(len(t), dtype=bool)
+        if self._last is not None:
+            t0, q0, dq0 = self._last
+            tt, qq, vv = np.r_[t0, t], np.vstack((q0, q)), np.vstack((dq0, dq))
+        else:
+            tt, qq, vv = t, q, dq
+        h = np.diff(tt)[:, None]
+        dq_ = np.diff(qq, axis=0)
+        euler = np.sum((dq_ - h * vv[1:]) ** 2, axis=1)
+        trap = np.sum((dq_ - 0.5 * h * (vv[1:] + vv[:-1])) ** 2, axis=1)
+        pad = len(t) - len(h)  # the first sample after a restart has no difference
+        steps = np.c_[np.r_[np.zeros(pad), euler], np.r_[np.zeros(pad), trap]]
+        sums = self.squares + np.cumsum(steps, axis=0)
+        self.squares = sums[-1].copy()
+        self._last = (float(t[-1]), q[-1].copy(), dq[-1].copy())
+        return sums[:, 0] < sums[:, 1]
 
 
 class MomentumRows:
-    """Generalised-momentum rows over windows of ``window`` seconds::
+    """Generalised-momentum rows over windows of ``window`` seconds, no acceleration used.
+
+    Two discretisations of the momentum balance ``d/dt(M q̇) = τ + Cᵀq̇ − g − F``:
+
+    * ``trapezoidal``, for signals sampled from a continuous-time motion::
 
         A = Y_p(t) − Y_p(t_r) − ∫(Y_c − Y_g − Y_f) dt,   y = ∫ τ dt   (trapezoidal, from t_r)
 
-    For a payload the known arm's terms move to ``y``; with ``nuisance`` those bodies' columns
-    follow the payload's and their nominal terms leave the known part. No acceleration is used.
-    ``torque_hold``: each sample's torque acts until the next sample (zero-order hold, as an MIT
-    command or a simulator's control does), so ``∫τ`` over a step is ``h·τ_{k−1}`` exactly; by
-    default the trapezoidal rule (a torque sampled from a continuous signal).
-    Rows have one entry per dof (``nv``); a free-floating base's rows have zero force.
+    * ``euler``, for samples of a plant integrated by semi-implicit Euler at the sample rate
+      (``q̇ₖ₊₁ = q̇ₖ + h·M(qₖ)⁻¹(τₖ − c(qₖ, q̇ₖ))``, ``qₖ₊₁ = qₖ + h·q̇ₖ₊₁``): the same balance summed
+      by parts, ``Σₖ [M(qₖ)(q̇ₖ₊₁ − q̇ₖ) + h·c(qₖ, q̇ₖ)] = Σₖ h·τₖ``, i.e. ``A = Σₖ h·Y(qₖ, q̇ₖ, Δq̇ₖ/h)``,
+      ``y = Σₖ h·τₖ`` over the window — exact for such samples, where the trapezoidal rows are off
+      by a relative ~h (1e-3 at 500 Hz: more than a compact payload's second moments). The
+      velocity differences telescope, so measurement noise is not amplified as in ``q̈ = Δq̇/h``.
+
+    ``discretisation="auto"`` (default) takes, at every window's first row, the rule the samples'
+    kinematics fit best so far (:class:`IntegrationScheme`); :attr:`windows` counts the windows
+    begun under each. For a payload the known arm's terms move to ``y``; with ``nuisance`` those
+    bodies' columns follow the payload's and their nominal terms leave the known part.
+    ``torque_hold`` (trapezoidal rule): each sample's torque acts until the next sample
+    (zero-order hold), so ``∫τ`` over a step is ``h·τ_{k−1}``. Rows have one entry per dof
+    (``nv``); a free-floating base's rows have zero force.
     """
 
     def __init__(self, target: Target, window: float = 0.5, *, nuisance: Nuisance | None = None,
-                 torque_hold: bool = False) -> None:
+                 torque_hold: bool = False, discretisation: Discretisation = "auto") -> None:
         if nuisance is not None and target.kind != "payload":
             raise SysIdError("nuisance bodies go with a payload target")
+        if discretisation not in DISCRETISATIONS:
+            raise SysIdError(f"unknown momentum discretisation {discretisation!r}; expected "
+                             f"{', '.join(DISCRETISATIONS)}")
         self.target = target
         self.window = window
         self.nuisance = nuisance
         self.torque_hold = torque_hold
-        self._w: _Window | None = None
+        self.discretisation = discretisation
+        self.windows = {"trapezoidal": 0, "euler": 0}
+        self._scheme = IntegrationScheme()
+        self._force = ForceRows(target, nuisance=nuisance)
+        self._w: _Window | _EulerWindow | _PendingWindow | None = None
+        self._last: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None  # t, q, q̇, τ
         model = target.model
         if target.kind == "payload":  # its columns, then the nuisance bodies'; the rest is known
             body = model.body_slice(target.body)
@@ -174,6 +261,8 @@ class MomentumRows:
     def restart(self) -> None:
         """Start a new window at the next sample (after a gap in the data)."""
         self._w = None
+        self._last = None
+        self._scheme.restart()
 
     def _terms(self, q, dq):
         """(Yp, rate, known momentum, known rate) of one or many samples."""
@@ -186,27 +275,92 @@ class MomentumRows:
         return m.Yp[..., cols], rate[..., cols], m.Yp @ known, rate @ known
 
     def push(self, t, q, dq, ddq, tau):
-        return self._step(t, *self._terms(q, dq), np.asarray(tau, dtype=float))
+        return self.push_batch(np.array([t], dtype=float), np.asarray(q, dtype=float)[None],
+                               np.asarray(dq, dtype=float)[None], None, np.asarray(tau, dtype=float)[None])[0]
+
+    def _schemes(self, t: np.ndarray, euler_fits: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
+        """Which samples start a window (by the times alone), and the scheme of every other
+        sample's window, chosen at the window's second sample (its first row) from the
+        kinematics up to it: the first step of the window already counts."""
+        starts = np.zeros(len(t), dtype=bool)
+        schemes: list[str | None] = []
+        w = self._w
+        t0 = None if w is None else w.t0
+        current = None if w is None or isinstance(w, _PendingWindow) else w.scheme
+        for k, tk in enumerate(t):
+            if t0 is None or tk - t0 >= self.window:
+                t0, starts[k], current = tk, True, None
+                schemes.append(None)
+                continue
+            if current is None:
+                current = (self.discretisation if self.discretisation != "auto"
+                           else "euler" if euler_fits[k] else "trapezoidal")
+            schemes.append(current)
+        return starts, schemes
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples (batched regressors, then the windows in order)."""
-        yp, rate, kp, kr = self._terms(q, dq)
-        return [self._step(t[k], yp[k], rate[k], None if kp is None else kp[k],
-                           None if kr is None else kr[k], np.asarray(tau[k], dtype=float))
-                for k in range(len(t))]
+        t, q, dq = np.asarray(t, dtype=float), np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        tau = np.asarray(tau, dtype=float)
+        starts, schemes = self._schemes(t, self._scheme.push_batch(t, q, dq))
+        trap = [k for k, s in enumerate(schemes) if s == "trapezoidal"]
+        # a trapezoidal window's first sample: its momentum too (the previous batch's last: below)
+        firsts = [k - 1 for k in trap if k >= 1 and starts[k - 1]]
+        at = sorted(set(trap) | set(firsts))
+        terms = self._terms(q[at], dq[at]) if at else None
+        where = {k: i for i, k in enumerate(at)}
+        euler = [k for k, s in enumerate(schemes) if s == "euler"]
+        steps = self._euler_steps(t, q, dq, tau, euler) if euler else None
+        out: list = []
+        ei = 0
+        for k, scheme in enumerate(schemes):
+            if starts[k]:
+                self._w = _PendingWindow(t[k])
+                out.append(None)
+                continue
+            if isinstance(self._w, _PendingWindow):
+                self.windows[scheme] += 1
+                if scheme == "euler":
+                    self._w = _EulerWindow(self._w.t0)
+                else:
+                    first = (tuple(x[where[k - 1]] if x is not None else None for x in terms) if k >= 1
+                             else tuple(x[0] if x is not None else None
+                                        for x in self._terms(self._last[1][None], self._last[2][None])))
+                    tau0 = tau[k - 1] if k >= 1 else self._last[3]
+                    self._w = _Window(self._w.t0, first[0], self._w.t0, first[1], np.zeros_like(first[1]),
+                                      tau0, np.zeros_like(tau0), first[2], first[3],
+                                      None if first[2] is None else np.zeros_like(tau0))
+            if scheme == "euler":
+                a, y = steps[0][ei], steps[1][ei]
+                ei += 1
+                w = self._w
+                w.a, w.y = (a, y) if w.a is None else (w.a + a, w.y + y)
+                out.append((w.a.copy(), w.y.copy()))
+            else:
+                i = where[k]
+                out.append(self._trapezoidal(t[k], *(None if x is None else x[i] for x in terms), tau[k]))
+        self._last = (t[-1], q[-1].copy(), dq[-1].copy(), tau[-1].copy())
+        return out
 
-    def _step(self, t, yp, rate, known_p, known_rate, tau):
-        m_yp = yp
+    def _euler_steps(self, t, q, dq, tau, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``h·Y(qₖ, q̇ₖ, Δq̇ₖ/h)`` and ``h·(τₖ − τ_known)`` of the steps into samples ``idx``
+        (sample ``k − 1`` is the previous batch's last when ``k`` is 0)."""
+        prev = [self._last] if self._last is not None else [(np.nan, q[0], dq[0], tau[0])]
+        tp = np.r_[prev[0][0], t[:-1]][idx]
+        qp = np.vstack((prev[0][1], q[:-1]))[idx]
+        dqp = np.vstack((prev[0][2], dq[:-1]))[idx]
+        taup = np.vstack((prev[0][3], tau[:-1]))[idx]
+        h = (t[idx] - tp)[:, None]
+        y, rhs = self._force._rows(qp, dqp, (dq[idx] - dqp) / h, taup)
+        return h[:, :, None] * y, h * rhs
+
+    def _trapezoidal(self, t, yp, rate, known_p, known_rate, tau):
         w = self._w
-        if w is None or t - w.t0 >= self.window:
-            self._w = _Window(t, m_yp, t, rate, np.zeros_like(rate), tau, np.zeros_like(tau), known_p,
-                              known_rate, None if known_p is None else np.zeros_like(tau))
-            return None
         h = t - w.t
         w.int_rate = w.int_rate + 0.5 * h * (rate + w.rate)
         w.int_tau = w.int_tau + (h * w.tau if self.torque_hold else 0.5 * h * (tau + w.tau))
         w.t, w.rate, w.tau = t, rate, tau
-        a = m_yp - w.yp0 - w.int_rate
+        a = yp - w.yp0 - w.int_rate
         y = w.int_tau.copy()
         if known_p is not None:
             w.int_known = w.int_known + 0.5 * h * (known_rate + w.known_rate)

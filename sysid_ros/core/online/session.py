@@ -29,7 +29,7 @@ from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
 from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting, single_threaded_blas
-from sysid_ros.core.online.rows import momentum_row_weight
+from sysid_ros.core.online.rows import DISCRETISATIONS, momentum_row_weight
 
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
@@ -57,6 +57,9 @@ OPTION_HELP: dict[str, str] = {
     "gap_periods": "a step between samples longer than this many nominal periods is a gap: "
                    "the filters and momentum windows restart after it",
     "window": "momentum integration window [s]",
+    "momentum_scheme": "momentum rows' discretisation: 'auto' (each window takes the rule the samples' "
+                       "kinematics fit best), 'trapezoidal' (signals sampled from continuous motion) or "
+                       "'euler' (a simulator's semi-implicit Euler steps at the sample rate: exact sums)",
     "min_speed": "force rows of joints slower than this [rad/s] are not used (Coulomb friction)",
     "stationary_cut": "samples with every joint slower than 0.01 rad/s add no row (they carry "
                       "static friction, which no identified model has); false keeps them",
@@ -74,7 +77,8 @@ class OnlineOptions:
     """Everything that shapes an online estimate (the node's parameters, the CLI's options).
 
     ``method``: ``rls`` (force rows, RLS), ``rls_logdet`` (force rows, RLS log-det-div),
-    ``momentum`` (generalised-momentum rows over ``window`` [s], RLS log-det-div); ``alpha``:
+    ``momentum`` (generalised-momentum rows over ``window`` [s], RLS log-det-div; discretised by
+    ``momentum_scheme``, :class:`~sysid_ros.core.online.rows.MomentumRows`); ``alpha``:
     regularisation strength; ``forgetting`` λ; ``torque_noise`` [N·m]: the row weight
     W = 1/σ² (momentum rows: 3/(σ²·window²),
     :func:`~sysid_ros.core.online.rows.momentum_row_weight`); ``weighting``: ``fixed`` (W from
@@ -107,6 +111,7 @@ class OnlineOptions:
     sample_rate: float = 500.0
     gap_periods: float = 3.0
     window: float = 0.5
+    momentum_scheme: str = "auto"
     min_speed: float = 0.05
     stationary_cut: bool = True
     drift: float = 0.1
@@ -131,6 +136,9 @@ class OnlineOptions:
             raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
         if not (self.drift >= 0 and math.isfinite(self.drift)):
             raise DataError(f"drift must be a finite number >= 0, got {self.drift}")
+        if self.momentum_scheme not in DISCRETISATIONS:
+            raise DataError(f"momentum_scheme must be one of {list(DISCRETISATIONS)}, "
+                            f"got {self.momentum_scheme!r}")
         if not self.min_speed >= 0:
             raise DataError(f"min_speed must be >= 0, got {self.min_speed}")
         if not isinstance(self.stationary_cut, bool | np.bool_):
@@ -457,7 +465,7 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
         weight = momentum_row_weight(sigma, options.window)
         return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
                                alpha=options.alpha, weight=weight, forgetting=options.forgetting,
-                               window=options.window, **adaptive)
+                               window=options.window, momentum_scheme=options.momentum_scheme, **adaptive)
     return OnlineEstimator(target, regression="force", estimator=options.estimator,
                            alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
                            min_speed=options.min_speed, horizon=options.horizon,
