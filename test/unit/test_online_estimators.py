@@ -120,7 +120,8 @@ def test_momentum_rows_recover_a_payload_without_accelerations(panda_payload):
 def test_momentum_rows_take_the_discretisation_the_samples_kinematics_fit():
     """Semi-implicit Euler at the sample rate: the summed rows hold to rounding, the trapezoidal
     rule's are off by ~1e-3; an RK4 simulation (continuous-time motion sampled): "auto" takes the
-    trapezoidal rule, which (torque held over each step, as simulated) is two orders closer. Any cut of the stream into batches gives the same rows, bit for bit."""
+    trapezoidal rule, which (torque held over each step, as simulated) is two orders closer. Any
+    cut of the stream into batches gives the same rows, bit for bit."""
     from sysid_ros.core.online import MomentumRows
     from sysid_ros.core.sim.simulation import simulate_mit
     from sysid_ros.core.sim.synthetic import with_payload

@@ -84,7 +84,8 @@ class ForceRows:
     def restart(self) -> None:
         """Nothing to restart: every row stands alone."""
 
-    def _rows(self, q, dq, ddq, tau):
+    def rows_of(self, q, dq, ddq, tau):
+        """``(A (…, n, p), y (…, n))`` of one or many samples, without per-sample splitting."""
         y, known = self.target.regressor(q, dq, ddq)
         if self.nuisance is not None and self.nuisance.bodies:
             model = self.target.model
@@ -102,11 +103,11 @@ class ForceRows:
         return y, rhs
 
     def push(self, t, q, dq, ddq, tau):
-        return self._rows(q, dq, ddq, tau)
+        return self.rows_of(q, dq, ddq, tau)
 
     def push_batch(self, t, q, dq, ddq, tau) -> list:
         """Rows of ``K`` samples at once (one batched regressor call)."""
-        y, rhs = self._rows(q, dq, ddq, tau)
+        y, rhs = self.rows_of(q, dq, ddq, tau)
         return [(y[k], rhs[k]) for k in range(len(t))]
 
 
@@ -351,7 +352,7 @@ class MomentumRows:
         dqp = np.vstack((prev[0][2], dq[:-1]))[idx]
         taup = np.vstack((prev[0][3], tau[:-1]))[idx]
         h = (t[idx] - tp)[:, None]
-        y, rhs = self._force._rows(qp, dqp, (dq[idx] - dqp) / h, taup)
+        y, rhs = self._force.rows_of(qp, dqp, (dq[idx] - dqp) / h, taup)
         return h[:, :, None] * y, h * rhs
 
     def _trapezoidal(self, t, yp, rate, known_p, known_rate, tau):
