@@ -7,9 +7,7 @@ with torque and position noise."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +17,9 @@ from sysid_ros.core.batch import convex
 from sysid_ros.core.batch.identify import prepare
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.model.target import Plausibility, arm_target
+from sysid_ros.core.sim import seed_systems as systems
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import simulate_dataset
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import dual_metric_systems as systems
 
 MJCF = systems.CARRIAGE_MJCF
 SAMPLES = 150

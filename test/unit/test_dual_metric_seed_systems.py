@@ -1,13 +1,11 @@
-"""The dual-metric seed's own systems (arXiv 2603.14656 §IV; benchmarks/dual_metric_systems.py):
+"""The dual-metric seed's own systems (arXiv 2603.14656 §IV; sysid_ros/core/sim/seed_systems.py):
 the simulations obey their models, the dual-metric program recovers the simulated truth from
 noise-free data of the seed's low-data sizes, the seed's score (shifted NCC) is what it defines,
 and the drag coefficients' regularisers are the Bregman divergence and pull-back of their matrix."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +13,7 @@ import pytest
 from sysid_ros.core.batch import convex
 from sysid_ros.core.model.consistency import check_consistency
 from sysid_ros.core.report.metrics import ncc, shifted_ncc
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import dual_metric_systems as systems
+from sysid_ros.core.sim import seed_systems as systems
 
 
 def _prior(system, seed: int = 3) -> np.ndarray:
