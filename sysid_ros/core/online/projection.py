@@ -36,7 +36,7 @@ import numpy as np
 
 from sysid_ros.core.batch.convex import ConvexProgram
 from sysid_ros.core.errors import IdentificationError
-from sysid_ros.core.model.target import Target
+from sysid_ros.core.model.target import Plausibility, Target
 from sysid_ros.core.online.drift import INITIAL_STD, parameter_scale
 
 __all__ = ["PROJECTED", "ConsistentProjection", "Projection"]
@@ -92,12 +92,15 @@ def _num(x: float) -> float | None:
 
 class ConsistentProjection:
     """The projection of :mod:`this module <sysid_ros.core.online.projection>` for ``target``
+    (an arm without plausibility bounds gets the default :class:`Plausibility`, as the MHE does)
     and the filter's ``prior (p,)`` (default the target's), its program built on first use and
     re-solved with new values."""
 
     def __init__(self, target: Target, prior: np.ndarray | None = None) -> None:
         if prior is not None:
             target = replace(target, prior=np.asarray(prior, dtype=float))
+        if target.kind == "arm" and target.plausibility is None:  # the MHE's rule: default bounds
+            target = Plausibility().apply(target)
         self.target = target
         self.scale = parameter_scale(target)
         self._program: _Program | None = None
