@@ -130,6 +130,9 @@ class ConsistentProjection:
         ``status`` with the raw estimate kept, not raised: the caller states it is inconsistent."""
         raw = np.asarray(raw, dtype=float)
         beta = np.asarray(beta, dtype=float)
+        if not (np.all(np.isfinite(raw)) and np.all(np.isfinite(beta)) and np.all(np.isfinite(covariance))):
+            return Projection(raw.copy(), raw.copy(), math.nan, math.nan,
+                              status="failed: the estimate or its covariance is not finite")
         violated = self.violated(raw)
         if not violated:
             return Projection(raw.copy(), raw.copy())
