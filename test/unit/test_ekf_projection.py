@@ -107,10 +107,11 @@ def test_a_consistent_arm_estimate_is_exported_unchanged(arm):
     assert np.max(np.abs(proj.theta - nudged) / scale) < 1e-4
 
 
-def test_identify_with_the_ekf_exports_the_projected_arm(arm, tmp_path):
+def test_identify_with_the_ekf_exports_the_projected_arm(arm, tmp_path, capsys):
     """``sysid identify --method ekf`` on the noisy run's CSV: the last row of estimates.csv (the
     filter's own estimate) is inconsistent, yet the command exits 0; result.json and
-    identified.xml hold the projection, consistent, and result.json says how far it moved."""
+    identified.xml hold the projection, consistent, and result.json and the summary say how far
+    it moved."""
     from sysid_ros.cli import main
 
     path, model, target = arm
@@ -126,6 +127,8 @@ def test_identify_with_the_ekf_exports_the_projected_arm(arm, tmp_path):
     projection = doc["diagnostics"]["online"]["projection"]
     assert projection["status"] == "optimal" and projection["mahalanobis_distance"] > 0
     assert projection["violated_by_raw_estimate"] and projection["moved"]
+    assert (f"projection of the filter's estimate (optimal): Mahalanobis distance "
+            f"{projection['mahalanobis_distance']:.3g}") in capsys.readouterr().out
     assert doc["diagnostics"]["consistency"]["consistent"]
     exported = np.array([doc["parameters"][n]["value"] for n in model.param_names])
     assert check_consistency(model, exported).consistent

@@ -42,7 +42,7 @@ from sysid_ros.core.online.drift import INITIAL_STD, parameter_scale
 __all__ = ["PROJECTED", "ConsistentProjection", "Projection"]
 
 #: ``parameters_from`` of an exported estimate the projection changed
-PROJECTED = "the filter's estimate projected onto the consistent, plausible set (its covariance's metric)"
+PROJECTED = "the filter's estimate projected onto the consistent, plausible set (its posterior's metric)"
 #: a body or joint term counts as moved when a parameter changed by more than this fraction of
 #: its scale
 MOVED = 1e-4
