@@ -42,6 +42,7 @@ covariance that no longer says so, and held there when a parameter drifts across
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,7 +52,9 @@ from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, ps
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.drift import INITIAL_STD, base_scale, base_to_standard, parameter_scale
 from sysid_ros.core.online.estimator import EstimateRecord
-from sysid_ros.core.online.projection import ConsistentProjection, Projection
+
+if TYPE_CHECKING:
+    from sysid_ros.core.online.projection import ConsistentProjection, Projection
 
 #: forward-difference steps of the state Jacobians [rad, rad/s]
 FD_STEP = 1e-6
@@ -275,13 +278,17 @@ class EKFEstimator(EstimateRecord):
         self.rows = self.core  # what the session restarts after a gap: the joint state
         self.truth = truth
         self._start_record()
-        self._projector = ConsistentProjection(target, self.prior)
+        self._projector: ConsistentProjection | None = None  # built when first asked (cvxpy)
         self._projected: tuple[int, Projection] | None = None  # (samples, projection of that estimate)
 
     def projection(self) -> Projection:
         """The current estimate projected onto the consistent, plausible set (see the module's
         doc), computed once per estimate."""
         if self._projected is None or self._projected[0] != self.core.samples:
+            if self._projector is None:
+                from sysid_ros.core.online.projection import ConsistentProjection
+
+                self._projector = ConsistentProjection(self.target, self.prior)
             core = self.core
             self._projected = (core.samples, self._projector.project(core.beta, core.p_beta, core.theta))
         return self._projected[1]
