@@ -1,7 +1,7 @@
 """An online estimate of base parameters projected onto the physically consistent, plausible set
 in the metric of the filter's own posterior (estimate projection: Simon & Chia, "Kalman filtering
-with state equality constraints", IEEE TAES 38(2), 2002; the inequality form in Simon, IET CTA
-4(8), 2010, §3).
+with state equality constraints", IEEE TAES 38, 2002; with inequality constraints in Simon,
+"Kalman filtering with state constraints: a survey", IET CTA 4(8), 2010).
 
 A filter on base parameters (the EKF: ``β̂ (r,)`` with covariance ``P_β (r, r)``, started from the
 prior ``β₀ = B θ₀`` with standard deviations ``INITIAL_STD · s``, :mod:`~.drift`) reports the
@@ -15,9 +15,10 @@ which need not be physically consistent or plausible. What is exported is instea
 with ``N`` an orthonormal basis of the null space of ``B diag(s)`` (``s``:
 :func:`~sysid_ros.core.online.drift.parameter_scale`; :meth:`ConvexProgram.tie_break`): the first
 term is the Mahalanobis distance of the base parameters, the second that of the directions no
-measurement sees, which keep the filter's prior (in the scaled coordinates ``θ ⊘ s`` the prior is
-isotropic, so its null-space part is independent of ``β`` and never updated). ``θ*`` is the most
-probable feasible ``θ`` under the filter's Gaussian posterior; the minimum is over every standard
+measurement sees, which keep the prior ``θ ~ N(θ₀, (INITIAL_STD·s)²)`` (the filter's prior on β is
+its image, off-diagonal terms dropped; in the scaled coordinates ``θ ⊘ s`` it is isotropic, so its
+null-space part is independent of ``β`` and never updated). ``θ*`` is then the most probable
+feasible ``θ`` under the filter's Gaussian posterior; the minimum is over every standard
 vector, so a consistent ``θ`` with the same base parameters costs only its unidentifiable
 directions' move. ``θ̂`` has no null-space part (``G`` lifts in the same metric), so a feasible
 ``θ̂`` is its own projection: it is returned as it is, without a solve. The program is compiled
