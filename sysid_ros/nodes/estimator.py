@@ -412,6 +412,10 @@ class EstimatorNode(Node):
                    "physically_consistent": msg.physically_consistent,
                    "divergence_to_prior": msg.divergence_to_prior, "counters": self.session.counters,
                    "options": self.options.as_dict()}
+            with self._lock:  # the EKF's projection of the same estimate (cached: no second solve)
+                projection = self.session.snapshot().projection
+            if projection is not None:
+                doc["projection"] = dict(projection)
             tmp = out / ".result.json.tmp"
             tmp.write_text(json.dumps(doc, indent=2) + "\n")
             tmp.replace(out / "result.json")

@@ -441,7 +441,9 @@ def _standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time:
 
 
 def online_result(prep: Prepared, est) -> IdentificationResult:
-    """The final estimate of an online replay as a result (fit figures on the prepared data)."""
+    """The final estimate of an online replay as a result (fit figures on the prepared data); the
+    EKF's is its projection onto the consistent, plausible set, reported under
+    ``extra["online"]["projection"]`` (the projection's solver status is the result's)."""
     times = np.array(est.log.update_time) * 1e6
     div = [d for d in est.log.divergence if np.isfinite(d)]
     extra = {"online": {"estimator": est.estimator, "regression": est.regression,
@@ -453,8 +455,22 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
     if est.regression == "momentum":
         extra["online"]["momentum_windows"] = dict(est.rows.windows)
     name = "momentum" if est.regression == "momentum" else est.estimator
-    result = _standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6),
-                              SolverStatus(solver=est.estimator), extra)
+    theta, solver = est.theta.copy(), SolverStatus(solver=est.estimator)
+    projection = est.projection() if hasattr(est, "projection") else None
+    if projection is not None:  # the EKF: its estimate projected onto the consistent, plausible set
+        theta = projection.theta.copy()
+        extra["online"]["projection"] = projection.as_dict()
+        if est.truth is not None:  # the log's last finite divergence may be an earlier estimate's
+            final = prep.target.divergence(theta, est.truth)
+            extra["online"]["final_divergence_to_truth"] = final if np.isfinite(final) else None
+        if projection.status != "unchanged":
+            solver = SolverStatus(solver=est.estimator, status=projection.status,
+                                  binding_constraints=projection.binding)
+    result = _standard_result(name, prep, theta, float(times.sum() * 1e-6), solver, extra)
+    if projection is not None and projection.solved:
+        from sysid_ros.core.online.projection import PROJECTED as PROJECTED_ESTIMATE
+
+        result = replace(result, parameters_from=PROJECTED_ESTIMATE)
     return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
 
 

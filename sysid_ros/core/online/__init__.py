@@ -7,7 +7,8 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 * :mod:`.rls`, :mod:`.rls_logdet` — the recursive estimators; :mod:`.row_weights` — residual weights;
 * :mod:`.ekf` — :class:`AugmentedEKF`, the extended Kalman filter on ``[q, q̇, β]``;
   :mod:`.mhe` — ``MovingHorizon``, the constrained sliding-window program (imports cvxpy);
-  :mod:`.drift` — the parameters' random walk both use;
+  :mod:`.drift` — the parameters' random walk both use; :mod:`.projection` — the EKF's exported
+  estimate, projected onto the consistent, plausible set in its posterior's metric (imports cvxpy);
 * :mod:`.estimator` — :class:`OnlineEstimator`, a row builder feeding an estimator, with diagnostics;
 * :mod:`.session` — :class:`OnlineSession`: stream checks, gaps, conditioning, rows and estimator in
   one place, :class:`OnlineOptions` in, :class:`OnlineEstimate` out (the node and the CLI run it);

@@ -23,15 +23,26 @@ every standard parameter is a base parameter (a payload on an excited body: ``θ
 reordered), the estimate is then projected onto the physically consistent set (estimate
 projection, Simon & Chia, IEEE TAES 38(2), 2002): each body's pseudo-inertia eigenvalues raised
 to at least :data:`MARGIN` × its scale, negative friction and rotor inertia set to 0; the
-covariance is kept. An arm's base parameters have no such projection (the standard vector they
-map to is one of many); a step whose mass matrix is not positive definite is refused.
+covariance is kept. An arm's base parameters have no such closed-form projection (the standard
+vector they map to is one of many: see below); a step whose mass matrix is not positive definite
+is refused.
 The parameter covariance is reported in the standard layout as ``G P_β Gᵀ``
 (:func:`~sysid_ros.core.online.drift.base_to_standard`).
+
+What is exported (:meth:`EKFEstimator.projection`: the session's estimates, ``sysid identify``'s
+files) is the estimate projected onto the consistent, plausible set in the metric of the filter's
+posterior (:mod:`~sysid_ros.core.online.projection`; the identity when it is there already). The
+filter's own state stays unprojected, by choice: for an arm the projection is a conic program
+(milliseconds to a second), not something to run at every sample; the unconstrained recursion is
+the one whose covariance describes its error, and estimate projection (Simon & Chia) projects its
+output; a state reset to the projection with ``P`` kept would be pulled toward the bounds with a
+covariance that no longer says so, and held there when a parameter drifts across one.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +52,9 @@ from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, ps
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.drift import INITIAL_STD, base_scale, base_to_standard, parameter_scale
 from sysid_ros.core.online.estimator import EstimateRecord
+
+if TYPE_CHECKING:
+    from sysid_ros.core.online.projection import ConsistentProjection, Projection
 
 #: forward-difference steps of the state Jacobians [rad, rad/s]
 FD_STEP = 1e-6
@@ -264,6 +278,20 @@ class EKFEstimator(EstimateRecord):
         self.rows = self.core  # what the session restarts after a gap: the joint state
         self.truth = truth
         self._start_record()
+        self._projector: ConsistentProjection | None = None  # built when first asked (cvxpy)
+        self._projected: tuple[int, Projection] | None = None  # (samples, projection of that estimate)
+
+    def projection(self) -> Projection:
+        """The current estimate projected onto the consistent, plausible set (see the module's
+        doc), computed once per estimate."""
+        if self._projected is None or self._projected[0] != self.core.samples:
+            if self._projector is None:
+                from sysid_ros.core.online.projection import ConsistentProjection
+
+                self._projector = ConsistentProjection(self.target, self.prior)
+            core = self.core
+            self._projected = (core.samples, self._projector.project(core.beta, core.p_beta, core.theta))
+        return self._projected[1]
 
     @property
     def information(self) -> np.ndarray:

@@ -204,7 +204,10 @@ class OnlineEstimate:
     (:data:`REJECTION_REASONS` plus what the caller counted with :meth:`OnlineSession.reject`).
     ``residual_rms`` [N·m for force rows]: of the a-priori residuals; ``consistent``: every
     pseudo-inertia ≻ 0 (and joint terms ≥ 0); divergences: log-det (Σ over bodies) to the prior
-    and to the truth (NaN when none is known).
+    and to the truth (NaN when none is known). ``projection`` (the EKF; None for the others):
+    ``theta`` is the filter's estimate projected onto the consistent, plausible set, and this says
+    by how much (:meth:`~sysid_ros.core.online.projection.Projection.as_dict`: Mahalanobis
+    distance, bodies moved, constraints the raw estimate broke).
     """
 
     time: float
@@ -229,6 +232,7 @@ class OnlineEstimate:
     consistent: bool
     divergence_to_prior: float
     divergence_to_truth: float
+    projection: MappingProxyType | None = None
 
     @property
     def counters(self) -> dict[str, int]:
@@ -419,7 +423,9 @@ class OnlineSession:
 
     def _snapshot(self) -> OnlineEstimate:
         est, target = self.estimator, self.target
-        theta = est.theta.copy()
+        # the EKF's raw estimate need not be consistent: what it exports is its projection
+        projection = est.projection() if hasattr(est, "projection") else None
+        theta = (est.theta if projection is None else projection.theta).copy()
         updates = est.samples
         info = est.information
         cov = getattr(est.core, "P", None)
@@ -448,7 +454,8 @@ class OnlineSession:
             rejected=MappingProxyType(dict(self._rejected)), residual_rms=est.residual_rms,
             consistent=bool(target.consistency(theta)["consistent"]),
             divergence_to_prior=target.divergence(theta, est.prior),
-            divergence_to_truth=target.divergence(theta, truth) if truth is not None else math.nan)
+            divergence_to_truth=target.divergence(theta, truth) if truth is not None else math.nan,
+            projection=None if projection is None else MappingProxyType(projection.as_dict()))
 
 
 def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:

@@ -110,6 +110,13 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
         lines.append(f"exported parameters ({result.parameters_from or result.method}): mass "
                      + ", ".join(f"{b} {m:.4g}" for b, m in masses.items()) + " kg"
                      + (f" (total {sum(masses.values()):.4g} kg)" if len(masses) > 1 else ""))
+        projection = d.extra.get("online", {}).get("projection")
+        if projection and projection["status"] != "unchanged":  # the EKF's, onto the consistent set
+            distance = projection["mahalanobis_distance"]
+            lines.append(f"projection of the filter's estimate ({projection['status']}): Mahalanobis "
+                         f"distance {'n/a' if distance is None else format(distance, '.3g')}; it broke "
+                         f"{projection['violated_by_raw_estimate']}; moved "
+                         f"{sorted(projection['moved'])}")
         cost = d.extra.get("plausibility")
         if cost and cost.get("torque_rms"):
             rms = cost["torque_rms"]
