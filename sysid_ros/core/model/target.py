@@ -257,6 +257,14 @@ class Plausibility:
         return {"mass_factor": self.mass_factor, "extent_factor": self.extent_factor,
                 "com_radius": self.com_radius}
 
+    @classmethod
+    def or_default(cls, target: Target) -> Target:
+        """``target`` as given if it has bounds or is not an arm; else with the default bounds
+        (constrained estimators given a bare arm target, e.g. the estimator node's)."""
+        if target.kind == "arm" and target.plausibility is None:
+            return cls().apply(target)
+        return target
+
 
 def with_joint_prior(target: Target, spec: str | Mapping[str, float] = "model") -> Target:
     """``target`` with the prior of its joint terms (friction ``Fc``/``Fv``/``Fo``/``Fs``, rotor

@@ -54,8 +54,7 @@ class MovingHorizon:
                 raise DataError(f"{name} must be a finite number > 0, got {value}")
         if not drift >= 0:
             raise DataError(f"drift must be >= 0, got {drift}")
-        if target.kind == "arm" and target.plausibility is None:
-            target = Plausibility().apply(target)
+        target = Plausibility.or_default(target)
         self.target = target
         self.horizon, self.period, self.drift = float(horizon), 1.0 / float(solve_rate), float(drift)
         self.weight = float(weight)

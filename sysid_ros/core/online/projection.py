@@ -100,8 +100,7 @@ class ConsistentProjection:
     def __init__(self, target: Target, prior: np.ndarray | None = None) -> None:
         if prior is not None:
             target = replace(target, prior=np.asarray(prior, dtype=float))
-        if target.kind == "arm" and target.plausibility is None:  # the MHE's rule: default bounds
-            target = Plausibility().apply(target)
+        target = Plausibility.or_default(target)
         self.target = target
         self.scale = parameter_scale(target)
         self._program: _Program | None = None
