@@ -108,6 +108,7 @@ class AugmentedEKF:
         self._jacobian: tuple[np.ndarray, np.ndarray] | None = None
         self._jacobian_age = 0.0
         self.samples = 0
+        self.mass_steps_cut = 0  # halvings of corrections whose β made M(q) indefinite
         self.innovation = np.full(2 * self.n, np.nan)
 
     # ------------------------------------------------------------------ parameters out
@@ -165,6 +166,8 @@ class AugmentedEKF:
                 raise DataError(f"t={t:.6f} s is not after the previous sample's {t0:.6f} s")
             x, cov, residual = self._predict(h, tau0, ddq0)
             self.x, self.covariance = self._correct(x, cov, np.r_[q, dq])
+            self.x[2 * self.n:] = self._within_positive_mass(self.x[:self.n], x[2 * self.n:],
+                                                              self.x[2 * self.n:])
             if self.projected:
                 self.x[2 * self.n:] = self._project(self.x[2 * self.n:])
         self._held = (float(t), tau, ddq if np.all(np.isfinite(ddq)) else np.zeros(self.n))
@@ -184,13 +187,10 @@ class AugmentedEKF:
         y, known = self.target.regressor(qs, vs, accs)
         y = y[..., self._indep]
         y_m = y[2:] - y[1]  # (n, n, r): Y_M with its column index first
-        mass = (y_m @ beta + known[2:] - known[1]).T  # (n, n)
-        mass = 0.5 * (mass + mass.T)
-        try:
-            np.linalg.cholesky(mass)
-        except np.linalg.LinAlgError:
+        mass = _symmetric_mass(y_m, beta, known[2:] - known[1])
+        if not _positive_definite(mass):
             raise DataError("the mass matrix of the current estimate is not positive definite: "
-                            "sample rejected") from None
+                            "sample rejected")
         m_inv = np.linalg.inv(mass)
         a0 = m_inv @ (tau - y[0] @ beta - known[0])
         y_full = y[0] + np.einsum("jir,j->ir", y_m, a0)  # Y(q, q̇, q̈) in β
@@ -216,6 +216,27 @@ class AugmentedEKF:
         torque = y[0] + np.einsum("jir,j->ir", y_m, ddq_meas)
         res = tau - torque @ beta - known[0] - (known[2:] - known[1]).T @ ddq_meas
         return x_pred, 0.5 * (cov_pred + cov_pred.T), float(res @ res)
+
+    def _within_positive_mass(self, q: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """``after`` if the mass matrix at ``q`` is positive definite with it, else the largest
+        step ``before + s (after − before)``, ``s = ½, ¼, …``, that keeps it so (``before`` if
+        none of 30 halvings does). A correction that overshoots — the linearised update of a
+        filter far from its parameters' truth — would otherwise leave a β whose M(q) is
+        indefinite, and every later prediction would be refused (the filter stuck there)."""
+        n = self.n
+        qs = np.tile(q, (n + 1, 1))
+        accs = np.vstack((np.zeros((1, n)), np.eye(n)))
+        y, known = self.target.regressor(qs, np.zeros((n + 1, n)), accs)
+        y = y[..., self._indep]
+        y_m = y[1:] - y[0]
+        known_m = known[1:] - known[0]
+        step = after - before
+        for _ in range(30):
+            if _positive_definite(_symmetric_mass(y_m, before + step, known_m)):
+                return before + step
+            step = 0.5 * step
+            self.mass_steps_cut += 1
+        return before
 
     def _state_jacobian(self, q, v, a0, beta, m_inv) -> tuple[np.ndarray, np.ndarray]:
         """``(∂q̈/∂q, ∂q̈/∂q̇)`` ``(n, n)`` at ``(q, q̇, q̈ = a0)``: with ``τ = τ_id(q, q̇, q̈(q, q̇))``,
@@ -326,3 +347,16 @@ class EKFEstimator(EstimateRecord):
         with single_threaded_blas():
             return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
 
+
+def _symmetric_mass(y_m: np.ndarray, beta: np.ndarray, known_m: np.ndarray) -> np.ndarray:
+    """``M (n, n)`` from ``y_m (n, n, r)`` (column index first) and ``known_m (n, n)``, symmetrised."""
+    mass = (y_m @ beta + known_m).T
+    return 0.5 * (mass + mass.T)
+
+
+def _positive_definite(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
