@@ -24,12 +24,14 @@ from oracles.three_link_arm import three_link_arm
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
 from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
+from sysid_ros.core.batch.multi_run import prepare_runs
 from sysid_ros.core.data.bag import dataset_topics, write_bag
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.regressor import sigmoid_column, torque_regressor
 from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import arm_target
+from sysid_ros.core.model.urdf import write_urdf
 from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
@@ -135,6 +137,22 @@ def test_exported_model_holds_the_sigmoid_terms(fits, tmp_path):
     back = RobotModel.from_mjcf(tmp_path / "identified.xml", joint_terms=TERMS)
     assert back.sigmoid_of(back.nominal) == model.sigmoid_of(theta)
     assert np.array_equal(back.sigmoid_shape, model.sigmoid_shape)
+    urdf = write_urdf(model, theta, tmp_path / "identified.urdf").read_text()  # a comment states them
+    for joint, (p1, p2, p3) in model.sigmoid_of(theta).items():
+        assert f"{joint}: phi2 = {p2!r} s/rad, phi3 = {p3!r} rad/s" in urdf
+        assert f"{joint}.Fsig = {p1!r}" in urdf
+
+
+def test_several_runs_search_the_shape_once_on_their_stacked_rows(recording):
+    second = simulate_dataset(RobotModel.from_xml_string(ARM), duration=10.0, seed=2)
+    model = RobotModel.from_xml_string(ARM, joint_terms=TERMS)
+    multi = prepare_runs([recording, second], [None, None], arm_target(model), Preprocessing())
+    joints = multi.prep.sigmoid["joints"]
+    for joint, (_, p2, p3) in PHI_TRUE.items():
+        assert joints[joint]["phi2"] == pytest.approx(p2, rel=0.03)
+        assert joints[joint]["phi3"] == pytest.approx(p3, rel=0.03, abs=1e-3)
+        found = multi.prep.target.model.sigmoid_shape[dof_of(model, joint)].tolist()
+        assert found == [joints[joint]["phi2"], joints[joint]["phi3"]]
 
 
 def test_cli_fixed_sigmoid_shape(recording, tmp_path):

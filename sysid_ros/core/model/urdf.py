@@ -210,8 +210,11 @@ def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str
         root.insert(1, ET.Comment(" identified terms without a URDF counterpart (rotor inertia Ia "
                                   "[kg m^2], torque offset Fo [N m], Stribeck friction Fs [N m] in "
                                   f"Fs*exp(-|qdot|/qs)*sign(qdot) with qs = {model.stribeck_velocity!r} "
-                                  "rad/s, sigmoid friction amplitude Fsig [N m] with its shape in the "
-                                  "diagnostics' sigmoid; see identified.xml): "
+                                  "rad/s, sigmoid friction amplitude Fsig = phi1 [N m] in "
+                                  "phi1/(1+exp(-phi2*(qdot+phi3))) - phi1/(1+exp(-phi2*phi3))"
+                                  + "".join(f", {j}: phi2 = {p2!r} s/rad, phi3 = {p3!r} rad/s"
+                                            for j, (_, p2, p3) in model.sigmoid_of(theta).items())
+                                  + "; see identified.xml): "
                                   + ", ".join(f"{n} = {v!r}" for n, v in unwritten.items()) + " "))
     if np.linalg.norm(model.gravity - np.array([0.0, 0.0, -9.81])) > 1e-9:
         root.insert(1, ET.Comment(f" the model's gravity {model.gravity.tolist()} m/s^2 has no URDF "
