@@ -2,7 +2,7 @@
 """Issue 15: the sigmoid friction model (Gaz et al., RA-L 2019) identified with each joint's shape
 found by separable least squares.
 
-The 3-joint arm of test/unit/test_sigmoid_friction.py (viscous 0.3 N·m·s/rad, rotor inertia 0.01
+The 3-joint arm of test/oracles/sigmoid_arm.py (viscous 0.3 N·m·s/rad, rotor inertia 0.01
 kg·m², no Coulomb friction, the sigmoid friction Gaz et al. identified on the Panda's joints 1–3)
 simulated for ``--duration`` s with torque noise ``--noise`` N·m. Printed: φ1, φ2, φ3 and Fv per
 joint against the truth, the shape search's time (one and two sweeps over the joints), the
@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test"))
-sys.path.insert(0, str(ROOT / "test" / "unit"))
 
-from test_sigmoid_friction import ARM, PHI_TRUE  # noqa: E402
+from oracles.sigmoid_arm import PHI_TRUE  # noqa: E402
+from oracles.sigmoid_arm import SIGMOID_ARM as ARM  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.batch.identify import (  # noqa: E402

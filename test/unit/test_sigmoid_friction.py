@@ -4,10 +4,10 @@ of Feasible Parameters Using Penalty-Based Optimization", IEEE RA-L 4(4) 2019): 
 truth, identified with each joint's shape (φ2, φ3) found by the separable least-squares search,
 and exported.
 
-The truth: the 3-joint test arm (test/oracles/three_link_arm.py) without Coulomb friction, with
-viscous 0.3 N·m·s/rad, rotor inertia 0.01 kg·m² and, on its three joints, the sigmoid friction
-that Gaz et al. 2019 identified on the Panda's joints 1–3 (their friction table: φ1 0.54615,
-0.87224, 0.64068 N·m; φ2 5.1181, 9.0657, 10.136 s/rad; φ3 0.039533, 0.025882, −0.04607 rad/s).
+The truth: the 3-joint test arm without Coulomb friction, with viscous 0.3 N·m·s/rad, rotor
+inertia 0.01 kg·m² and, on its three joints, the sigmoid friction that Gaz et al. 2019 identified
+on the Panda's joints 1–3 (test/oracles/sigmoid_arm.py: φ1 0.54615, 0.87224, 0.64068 N·m; φ2
+5.1181, 9.0657, 10.136 s/rad; φ3 0.039533, 0.025882, −0.04607 rad/s).
 Noise-free data. Tolerances: φ1 within 2 %, φ2 within 3 %, φ3 within 3 % (or 1 mrad/s), viscous
 within 2 %; leaving the sigmoid out, or putting Coulomb friction in its place, makes the relative
 torque residual at least 20 times larger.
@@ -19,7 +19,7 @@ import json
 
 import numpy as np
 import pytest
-from oracles.three_link_arm import three_link_arm
+from oracles.sigmoid_arm import PHI_TRUE, SIGMOID_ARM
 
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
@@ -35,12 +35,7 @@ from sysid_ros.core.model.urdf import write_urdf
 from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
-#: [φ1 N·m, φ2 s/rad, φ3 rad/s] of the Panda's joints 1–3 (Gaz et al. 2019)
-PHI_TRUE = {"j1": (0.54615, 5.1181, 0.039533), "j2": (0.87224, 9.0657, 0.025882),
-            "j3": (0.64068, 10.136, -0.04607)}
-ARM = three_link_arm("  <custom>\n" + "".join(
-    f'    <numeric name="sigmoid:{j}" data="{p1} {p2} {p3}"/>\n' for j, (p1, p2, p3) in PHI_TRUE.items())
-    + "  </custom>\n").replace('frictionloss="0.4"', 'frictionloss="0"')
+ARM = SIGMOID_ARM
 TERMS = ("Fv", "Ia", "Fsig")
 
 
