@@ -163,7 +163,7 @@ def sigmoid_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float, float]
     return out
 
 
-def check_sigmoid_shape(shape, nv: int) -> np.ndarray:
+def check_sigmoid_shape(shape: np.ndarray | Sequence[float], nv: int) -> np.ndarray:
     """Sigmoid shapes as an ``(nv, 2)`` array of (φ2 [s/rad], φ3 [rad/s]) per dof from one pair
     ``(2,)`` (every joint) or ``(nv, 2)``; :class:`ModelError` unless finite with φ2 > 0."""
     arr = np.array(shape, dtype=float)
@@ -230,7 +230,7 @@ class RobotModel:
         urdf: str | None = None,
         spec_factory: Callable[[], mujoco.MjSpec] | None = None,
         stribeck_velocity: float | None = None,
-        sigmoid_shape=None,
+        sigmoid_shape: np.ndarray | Sequence[float] | None = None,
     ) -> None:
         if joint_terms is None:  # every term MuJoCo simulates, and Stribeck where the model has it
             joint_terms = DEFAULT_JOINT_TERMS + (("Fs",) if stribeck_numerics(mj) else ())
@@ -412,7 +412,7 @@ class RobotModel:
                           urdf=self.urdf, spec_factory=self._spec_factory, stribeck_velocity=velocity,
                           sigmoid_shape=self.sigmoid_shape)
 
-    def with_sigmoid_shape(self, shape) -> RobotModel:
+    def with_sigmoid_shape(self, shape: np.ndarray | Sequence[float]) -> RobotModel:
         """The same robot with sigmoid shape ``shape`` (φ2 [s/rad], φ3 [rad/s]): one pair ``(2,)``
         for every joint or ``(nv, 2)`` per dof) in its ``Fsig`` columns."""
         return RobotModel(self.mj, joint_terms=self.joint_terms, source=self.source, xml=self._xml,
