@@ -651,6 +651,8 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
     name = "momentum" if est.regression == "momentum" else est.estimator
     result = _standard_result(name, prep, est.theta.copy(), float(times.sum() * 1e-6),
                               SolverStatus(solver=est.estimator), extra)
+    if sigmoid_searched(prep.target):
+        result = with_sigmoid_report(result, prep)
     return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
 
 
