@@ -131,19 +131,14 @@ def stribeck_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float]]:
     (hinge/slide joints). :class:`ModelError` when one names no such joint, has not 2 values or
     a q̇s that is not positive."""
     out = {}
-    for i in range(mj.nnumeric):
-        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
-        if not name.startswith(STRIBECK_NUMERIC):
-            continue
-        joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
+    for dof, i in _numeric_ids(mj, STRIBECK_NUMERIC, strict=True).items():
         adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
         data = mj.numeric_data[adr:adr + size]
-        if joint < 0 or int(mj.jnt_type[joint]) not in _SCALAR_JOINTS:
-            raise ModelError(f"custom numeric {name!r} names no hinge or slide joint of the model")
         if size != 2 or not data[1] > 0:
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i)
             raise ModelError(f"custom numeric {name!r}: expected 2 values 'Fs [N m] qs [rad/s]' with "
                              f"qs > 0, got {data.tolist()}")
-        out[int(mj.jnt_dofadr[joint])] = (float(data[0]), float(data[1]))
+        out[dof] = (float(data[0]), float(data[1]))
     return out
 
 
@@ -824,14 +819,7 @@ def _numeric_ids(mj: mujoco.MjModel, prefix: str, *, strict: bool = False) -> di
 
 def _stribeck_numeric_ids(mj: mujoco.MjModel) -> dict[int, int]:
     """``{dof: numeric id}`` of the model's ``stribeck:<joint>`` numerics (see :func:`stribeck_numerics`)."""
-    out = {}
-    for i in range(mj.nnumeric):
-        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
-        if name.startswith(STRIBECK_NUMERIC):
-            joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
-            if joint >= 0:
-                out[int(mj.jnt_dofadr[joint])] = i
-    return out
+    return _numeric_ids(mj, STRIBECK_NUMERIC)
 
 
 def _with_comment(xml: str, text: str) -> str:
