@@ -9,8 +9,8 @@
                    [--rate HZ] [--storage mcap|sqlite3]
     sysid identify BAG_OR_CSV [RUN2 ...] --model MODEL.xml --method M --out DIR [--json]
                    [--payloads KNOWN.json] [--drive-gains]
-                   [--payload-only BODY] [--friction coulomb,viscous,offset,stribeck] [--armature]
-                   [--stribeck-velocity RAD_S]
+                   [--payload-only BODY] [--friction coulomb,viscous,offset,stribeck,sigmoid] [--armature]
+                   [--stribeck-velocity RAD_S] [--sigmoid-shape PHI2,PHI3]
                    [--validate OTHER_BAG] [--bandwidth HZ] [--regularization W]
                    [--columns FIELD=COLUMN,..] [--time-unit s|ms|us|ns] [--controller LAW:GAINS]
                    online (--method rls|rls_logdet|momentum|ekf|mhe): [--alpha A] [--forgetting LAMBDA]
@@ -93,6 +93,8 @@ def _inspect(args: argparse.Namespace) -> int:
                    for b in model.param_bodies],
         "joint_terms": list(model.joint_terms),
         "stribeck_velocity": model.stribeck_velocity if "Fs" in model.joint_terms else None,
+        "sigmoid_shape": ({model.joints[j].name: model.sigmoid_shape[model.joints[j].dof_adr].tolist()
+                           for j in model.term_joints} if "Fsig" in model.joint_terms else None),
         "n_params": model.n_params,
         "base_rank": base.rank,
         "condition_number": base.condition_number,
@@ -227,7 +229,8 @@ def _identify_blas(args: argparse.Namespace) -> int:
     options = IdentifyOptions(method=args.method, preprocessing=settings,
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr),
-                              stribeck_velocity=args.stribeck_velocity)
+                              stribeck_velocity=args.stribeck_velocity,
+                              sigmoid_shape=_sigmoid_shape(args.sigmoid_shape))
     if len(args.data) > 1 or args.payloads or args.drive_gains:
         return _identify_runs(args, model, target, settings, options)
     ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
@@ -235,8 +238,8 @@ def _identify_blas(args: argparse.Namespace) -> int:
                    commands=args.method in COMMAND_METHODS or bool(args.controller), **_csv_layout(args))
     ds = _controlled(_calibrated(ds.for_model(model), args), args)
     prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress,
-                   stribeck_velocity=options.stribeck_velocity)
-    target = prep.target  # with the Stribeck velocity found, if searched
+                   stribeck_velocity=options.stribeck_velocity, sigmoid_shape=options.sigmoid_shape)
+    target = prep.target  # with the Stribeck velocity and sigmoid shapes found, if searched
     online = None
     if args.method in ONLINE_METHODS:
         online = replay(ds, target, _online_options(args, ds.sample_rate),
@@ -252,7 +255,7 @@ def _identify_blas(args: argparse.Namespace) -> int:
                                     joint_names=model.dof_joint_names, commands=False,
                                     **_csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False)
+                           search_stribeck=False, search_sigmoid=False)
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
     if online is not None:
@@ -319,6 +322,7 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
     payloads = load_payloads(args.payloads, len(datasets)) if args.payloads else [None] * len(datasets)
     multi = prepare_runs(datasets, payloads, target, settings, min_speed=options.min_speed,
                          progress=options.progress, stribeck_velocity=options.stribeck_velocity,
+                         sigmoid_shape=options.sigmoid_shape,
                          gains=args.drive_gains)
     target = multi.prep.target
     result, prep, gains = identify_runs(multi, options, gains=args.drive_gains)
@@ -328,7 +332,7 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
                                     command_topic=args.command_topic, joint_names=model.dof_joint_names,
                                     **_csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False)
+                           search_stribeck=False, search_sigmoid=False)
         val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
@@ -371,6 +375,17 @@ def _floats(text: str | None) -> list[float] | None:
     except ValueError:
         raise SysIdError(f"expected comma-separated numbers, got {text!r}") from None
     return values
+
+
+def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
+    """``--sigmoid-shape PHI2,PHI3`` as a pair (``None`` stays ``None``: searched)."""
+    values = _floats(text)
+    if values is None:
+        return None
+    if len(values) != 2:
+        raise SysIdError(f"--sigmoid-shape: expected PHI2,PHI3 (steepness [s/rad], offset [rad/s]), "
+                         f"got {text!r}")
+    return values[0], values[1]
 
 
 def _trust(result) -> int:
@@ -571,10 +586,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print result.json")
     p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
     p.add_argument("--friction", default="", help="comma list of coulomb, viscous, offset, stribeck "
-                   "(Fs·exp(−|q̇|/q̇s)·sign(q̇), q̇s searched unless --stribeck-velocity)")
+                   "(Fs·exp(−|q̇|/q̇s)·sign(q̇), q̇s searched unless --stribeck-velocity), sigmoid "
+                   "(φ1/(1+exp(−φ2(q̇+φ3))) − φ1/(1+exp(−φ2φ3)), Gaz et al. 2019; an alternative to "
+                   "coulomb; φ2, φ3 searched per joint unless --sigmoid-shape)")
     p.add_argument("--stribeck-velocity", type=float, metavar="RAD_S",
                    help="Stribeck velocity q̇s [rad/s] of the stribeck terms (default: the one that "
                    "minimises the least-squares residual, searched in 0.002..2 rad/s)")
+    p.add_argument("--sigmoid-shape", metavar="PHI2,PHI3",
+                   help="steepness φ2 [s/rad] and offset φ3 [rad/s] of every joint's sigmoid friction "
+                   "(default: per joint, those that minimise the least-squares residual, searched "
+                   "in φ2 0.5..500 s/rad, φ2·φ3 −3..3)")
     p.add_argument("--armature", action="store_true", help="identify rotor inertia per joint")
     p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
     p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")

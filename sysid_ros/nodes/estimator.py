@@ -72,7 +72,8 @@ SESSION_PARAMETERS = tuple((name, getattr(OnlineOptions(), name), OPTION_HELP[na
 NODE_PARAMETERS = (
     *MODEL_PARAMETERS,
     ("target", "arm", "'arm' for every parameter, or a body name for a payload on that body"),
-    ("friction", "", "arm target: comma list of coulomb, viscous, offset, stribeck"),
+    ("friction", "", "arm target: comma list of coulomb, viscous, offset, stribeck, sigmoid (its "
+                     "shapes from the model's sigmoid:<joint> numerics, not searched online)"),
     ("stribeck_velocity", 0.0, "arm target with stribeck: its velocity qs [rad/s] (0: the model's "
                                "stribeck:<joint> numerics, else 0.1; online estimators do not search it)"),
     ("armature", False, "arm target: identify rotor inertia per joint"),

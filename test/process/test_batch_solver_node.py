@@ -260,3 +260,35 @@ def test_several_bags_with_known_payloads_identify_drive_gains(tmp_path, ros_dom
     assert len(doc["diagnostics"]["runs"]) == 3
     assert not bad.success
     assert bad.message == ("known payloads: expected a JSON list with one entry per run (2), got a list of 3")
+
+
+def test_sigmoid_friction_in_a_request_is_searched_and_identified(tmp_path, ros_domain_id):
+    """A bag of the 3-joint arm with the Panda's published sigmoid friction (oracles.sigmoid_arm),
+    solved with ``friction: [viscous, sigmoid]``: each joint's shape is searched as ``sysid
+    identify`` does, φ1 comes back within 2 % and φ2, φ3 within 3 % (result.json)."""
+    import json
+
+    from oracles.sigmoid_arm import PHI_TRUE, SIGMOID_ARM
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    (data / "arm.xml").write_text(SIGMOID_ARM)
+    ds = simulate_dataset(RobotModel.from_mjcf(data / "arm.xml"), duration=20.0, seed=1)
+    write_bag(data / "run", dataset_topics(ds))
+    proc = start_batch_solver(ros_domain_id, data, out, model=data / "arm.xml")
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="run", method="ols", friction=["viscous", "sigmoid"], armature=True,
+                    output_dir="sigmoid")
+    finally:
+        c.close()
+        log = stop_process(proc)
+    assert ok.success, (ok.message, log[-2000:])
+    values = dict(zip(ok.estimate.names, ok.estimate.values, strict=True))
+    phi = json.loads((out / "sigmoid" / "result.json").read_text())["diagnostics"]["sigmoid"]["phi"]
+    for joint, (p1, p2, p3) in PHI_TRUE.items():
+        assert values[f"{joint}.Fsig"] == pytest.approx(p1, rel=0.02)
+        assert phi[joint][0] == values[f"{joint}.Fsig"]
+        assert phi[joint][1:] == pytest.approx([p2, p3], rel=0.03)

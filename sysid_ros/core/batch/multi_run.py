@@ -31,7 +31,9 @@ import numpy as np
 from sysid_ros.core.batch.identify import (
     Prepared,
     prepare,
+    settle_sigmoid,
     settle_stribeck,
+    sigmoid_searched,
     stribeck_residual,
     stribeck_searched,
 )
@@ -119,12 +121,14 @@ class MultiRun:
 def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None], target: Target,
                  settings: Preprocessing, *, min_speed: float = 0.05,
                  progress: Callable[[str], None] | None = None,
-                 stribeck_velocity: float | None = None, gains: bool = False) -> MultiRun:
+                 stribeck_velocity: float | None = None, gains: bool = False,
+                 sigmoid_shape: tuple[float, float] | None = None) -> MultiRun:
     """Prepare each run (:func:`prepare`), subtract its known payload's torque and stack the rows.
 
     The payload's torque at the kept samples is the filtered regressor columns of its body times
     its parameters (the filter is linear), so ``body`` must be an identified body of the arm. A
-    Stribeck velocity, when searched, is searched once on the stacked rows. The stacked time axis
+    Stribeck velocity, when searched, is searched once on the stacked rows (so are the sigmoid
+    shapes, :func:`settle_sigmoid`). The stacked time axis
     puts each run after the previous one. ``gains``: the search's residual is that of the fit
     with the drive-gain columns (:func:`gain_rows`), as :func:`identify_runs` will solve."""
     if target.kind != "arm":
@@ -143,7 +147,8 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
             progress(f"run {i + 1}/{len(datasets)}: {ds.source or 'data'}, payload "
                      f"{'none' if payload is None else f'{payload.mass:g} kg on {payload.body}'}")
         prep = prepare(ds, target, settings, min_speed=min_speed, progress=progress,
-                       stribeck_velocity=stribeck_velocity, search_stribeck=False)
+                       stribeck_velocity=stribeck_velocity, search_stribeck=False,
+                       sigmoid_shape=sigmoid_shape, search_sigmoid=False)
         known = np.zeros_like(prep.y)
         if payload is not None:
             known = prep.x[..., model.body_slice(payload.body)] @ payload.params
@@ -173,6 +178,12 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
 
         prep = settle_stribeck(prep, progress=progress, residual=with_gain_columns if gains else
                                stribeck_residual)
+        multi = replace(multi, prep=prep)
+    if sigmoid_shape is None and sigmoid_searched(target):
+        def gain_columns(trial: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return gain_rows(replace(multi, prep=trial))
+
+        prep = settle_sigmoid(multi.prep, progress=progress, **({"rows": gain_columns} if gains else {}))
         multi = replace(multi, prep=prep)
     return multi
 

@@ -85,7 +85,8 @@ class KernelTree:
 
 def term_table(model: RobotModel, terms: tuple[str, ...]) -> np.ndarray:
     """``(T, 3)`` int64 rows ``[dof, column, term code]`` of the model's joint terms in ``terms``
-    (the Stribeck term ``Fs`` is not the kernel's: ``regressor._stribeck_columns`` writes it)."""
+    (the Stribeck term ``Fs`` is not the kernel's: ``regressor._stribeck_columns`` writes it;
+    nor is the sigmoid term ``Fsig``: ``regressor._sigmoid_columns``)."""
     rows = [(d, c + t_i, TERM_CODE[t]) for d, c in zip(model.term_dofs, model.term_columns, strict=True)
             for t_i, t in enumerate(model.joint_terms) if t in terms and t in TERM_CODE]
     return np.array(rows, dtype=np.int64).reshape(-1, 3)

@@ -1,7 +1,8 @@
 """Regressors linear in the parameter vector θ of a :class:`RobotModel`.
 
 * :func:`torque_regressor`: ``τ = Y(q, q̇, q̈) θ`` (joint torques/forces of inverse dynamics,
-  gravity included, plus the joint terms Fc·sign(q̇) + Fv·q̇ + Fo + Ia·q̈ + Fs·exp(−|q̇|/q̇s)·sign(q̇));
+  gravity included, plus the joint terms Fc·sign(q̇) + Fv·q̇ + Fo + Ia·q̈ + Fs·exp(−|q̇|/q̇s)·sign(q̇)
+  + Fsig·(σ(φ2(q̇ + φ3)) − σ(φ2 φ3)), σ the logistic function);
 * :func:`body_regressor`: the columns of one body (or of a payload rigidly attached to it) and the
   torque of everything else, known;
 * :func:`mass_matrix_regressor`: ``M(q) = Σ_p θ_p ∂M/∂θ_p`` (armature on the diagonal);
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import expit
 
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.kinematics import (
@@ -91,6 +93,25 @@ def _stribeck_columns(model: RobotModel, dq: np.ndarray, out: np.ndarray) -> Non
     out[:, dofs, cols] = stribeck_column(dq[:, dofs], model.stribeck_velocity)
 
 
+def sigmoid_column(dq: np.ndarray, steepness, offset) -> np.ndarray:
+    """Sigmoid friction regressor ``σ(φ2(q̇ + φ3)) − σ(φ2 φ3)`` (σ(x) = 1/(1 + e^−x)) of joint
+    velocities ``dq`` [rad/s] for steepness φ2 = ``steepness`` [s/rad] and offset φ3 = ``offset``
+    [rad/s] (scalars, or arrays broadcasting against ``dq``, e.g. one per column): the friction
+    torque is the amplitude φ1 (``Fsig`` [N·m]) times it, 0 at rest (Gaz et al., RA-L 2019)."""
+    return expit(steepness * (dq + offset)) - expit(steepness * offset)
+
+
+def _sigmoid_columns(model: RobotModel, dq: np.ndarray, out: np.ndarray) -> None:
+    """Write the ``Fsig`` columns of ``out (N, nv, p)`` with each joint's (φ2, φ3) of
+    ``model.sigmoid_shape`` (outside the compiled kernel's term table, like Stribeck's)."""
+    if "Fsig" not in model.joint_terms or not model.term_joints:
+        return
+    dofs = np.asarray(model.term_dofs)
+    cols = np.asarray(model.term_columns) + model.joint_terms.index("Fsig")
+    shape = model.sigmoid_shape[dofs]
+    out[:, dofs, cols] = sigmoid_column(dq[:, dofs], shape[:, 0], shape[:, 1])
+
+
 def _finish(single: bool, y: np.ndarray) -> np.ndarray:
     return y[0] if single else y
 
@@ -118,6 +139,7 @@ def _torque_columns(model: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.nd
     torque_columns(ints, floats, q, dq, ddq, out)
     if bodies is None:
         _stribeck_columns(model, dq, out)
+        _sigmoid_columns(model, dq, out)
     return out
 
 
@@ -184,7 +206,8 @@ class MomentumRegressors(NamedTuple):
     * ``Yp``: generalised momentum ``p = M(q) q̇`` (armature included);
     * ``Yc``: ``Cᵀ(q, q̇) q̇`` with Christoffel-consistent C (equals ``∂K/∂q``);
     * ``Yg``: gravity torque ``g(q)``;
-    * ``Yf``: friction and offset ``Fc·sign(q̇) + Fv·q̇ + Fo + Fs·exp(−|q̇|/q̇s)·sign(q̇)``.
+    * ``Yf``: friction and offset ``Fc·sign(q̇) + Fv·q̇ + Fo + Fs·exp(−|q̇|/q̇s)·sign(q̇)``
+      ``+ Fsig·(σ(φ2(q̇ + φ3)) − σ(φ2 φ3))``.
 
     Over a window ``[t_r, t_k]``: ``∫τ dt = (Yp(t_k) − Yp(t_r)) θ − ∫(Yc − Yg − Yf) dt θ``;
     no acceleration is needed.
@@ -213,6 +236,7 @@ def momentum_regressors(model: RobotModel, q, dq, *, bodies: tuple[int, ...] | N
     momentum_columns(*_plan(model, bodies, ("Ia",), gravity=True), friction, q2, dq2, *ys)
     if bodies is None:
         _stribeck_columns(model, dq2, ys[3])
+        _sigmoid_columns(model, dq2, ys[3])
     return MomentumRegressors(*(_finish(single, y) for y in ys))
 
 

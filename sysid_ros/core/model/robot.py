@@ -11,7 +11,12 @@ Parameters (SI units):
   :attr:`RobotModel.stribeck_velocity`), named ``<joint>.<field>``. In MuJoCo these are
   ``frictionloss``, ``damping``, (none), ``armature`` and (none: MuJoCo has no Stribeck friction;
   custom numeric ``stribeck:<joint>`` = ``"Fs q̇s"`` holds it, and the package's plant applies it,
-  :mod:`sysid_ros.core.sim.plant`).
+  :mod:`sysid_ros.core.sim.plant`);
+* per hinge/slide joint, optionally ``Fsig``: the amplitude φ1 [N·m] of the sigmoid friction of Gaz
+  et al. (RA-L 4(4) 2019, the Panda's identification), ``φ1/(1 + exp(−φ2(q̇ + φ3))) −
+  φ1/(1 + exp(−φ2 φ3))``, with a shape (φ2 [s/rad] steepness, φ3 [rad/s] offset) per joint
+  (:attr:`RobotModel.sigmoid_shape`); MuJoCo has none either: custom numeric ``sigmoid:<joint>``
+  = ``"φ1 φ2 φ3"`` holds it, and the package's plant applies it.
 
 The parameter vector is ordered body by body (MuJoCo body order), then joint by joint.
 """
@@ -46,14 +51,19 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BODY_FIELDS: tuple[str, ...] = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
-JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia", "Fs")
-JointTerm = Literal["Fc", "Fv", "Fo", "Ia", "Fs"]
+JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia", "Fs", "Fsig")
+JointTerm = Literal["Fc", "Fv", "Fo", "Ia", "Fs", "Fsig"]
 #: joint terms of a model built without naming them (plus ``Fs`` when its MJCF has Stribeck numerics)
 DEFAULT_JOINT_TERMS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
 #: [rad/s] Stribeck velocity q̇s of a model whose MJCF has no ``stribeck:<joint>`` numeric
 DEFAULT_STRIBECK_VELOCITY = 0.1
 #: prefix of the MJCF custom numerics ``stribeck:<joint>`` = ``"Fs q̇s"`` (N·m, rad/s)
 STRIBECK_NUMERIC = "stribeck:"
+#: sigmoid friction shape (φ2 [s/rad], φ3 [rad/s]) of a joint whose MJCF has no ``sigmoid:<joint>``
+#: numeric (a transition 0.1 rad/s wide centred on q̇ = 0; Gaz et al. 2019 find φ2 of 5–17 s/rad)
+DEFAULT_SIGMOID_SHAPE = (10.0, 0.0)
+#: prefix of the MJCF custom numerics ``sigmoid:<joint>`` = ``"φ1 φ2 φ3"`` (N·m, s/rad, rad/s)
+SIGMOID_NUMERIC = "sigmoid:"
 JointType = Literal["free", "ball", "slide", "hinge"]
 
 _JOINT_TYPES: dict[int, JointType] = {
@@ -102,12 +112,12 @@ class Body:
     moving: bool
 
 
-_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo", "stribeck": "Fs"}
+_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo", "stribeck": "Fs", "sigmoid": "Fsig"}
 
 
 def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[JointTerm, ...]:
     """Joint terms from user options: ``friction`` a comma list (or list) of coulomb, viscous,
-    offset, stribeck; ``armature`` adds rotor inertia."""
+    offset, stribeck, sigmoid; ``armature`` adds rotor inertia."""
     items = friction.split(",") if isinstance(friction, str) else list(friction or [])
     items = [i.strip() for i in items if i.strip()]
     unknown = [i for i in items if i not in _FRICTION]
@@ -121,20 +131,43 @@ def stribeck_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float]]:
     (hinge/slide joints). :class:`ModelError` when one names no such joint, has not 2 values or
     a q̇s that is not positive."""
     out = {}
-    for i in range(mj.nnumeric):
-        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
-        if not name.startswith(STRIBECK_NUMERIC):
-            continue
-        joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
+    for dof, i in _numeric_ids(mj, STRIBECK_NUMERIC, strict=True).items():
         adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
         data = mj.numeric_data[adr:adr + size]
-        if joint < 0 or int(mj.jnt_type[joint]) not in _SCALAR_JOINTS:
-            raise ModelError(f"custom numeric {name!r} names no hinge or slide joint of the model")
         if size != 2 or not data[1] > 0:
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i)
             raise ModelError(f"custom numeric {name!r}: expected 2 values 'Fs [N m] qs [rad/s]' with "
                              f"qs > 0, got {data.tolist()}")
-        out[int(mj.jnt_dofadr[joint])] = (float(data[0]), float(data[1]))
+        out[dof] = (float(data[0]), float(data[1]))
     return out
+
+
+def sigmoid_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float, float]]:
+    """``{dof: (φ1 [N·m], φ2 [s/rad], φ3 [rad/s])}`` from the model's custom numerics
+    ``sigmoid:<joint>`` (hinge/slide joints). :class:`ModelError` when one names no such joint,
+    has not 3 finite values or a steepness φ2 that is not positive."""
+    out = {}
+    for dof, i in _numeric_ids(mj, SIGMOID_NUMERIC, strict=True).items():
+        adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
+        data = mj.numeric_data[adr:adr + size]
+        if size != 3 or not (np.all(np.isfinite(data)) and data[1] > 0):
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i)
+            raise ModelError(f"custom numeric {name!r}: expected 3 finite values 'phi1 [N m] phi2 [s/rad] "
+                             f"phi3 [rad/s]' with phi2 > 0, got {data.tolist()}")
+        out[dof] = (float(data[0]), float(data[1]), float(data[2]))
+    return out
+
+
+def check_sigmoid_shape(shape: np.ndarray | Sequence[float], nv: int) -> np.ndarray:
+    """Sigmoid shapes as an ``(nv, 2)`` array of (φ2 [s/rad], φ3 [rad/s]) per dof from one pair
+    ``(2,)`` (every joint) or ``(nv, 2)``; :class:`ModelError` unless finite with φ2 > 0."""
+    arr = np.array(shape, dtype=float)
+    if arr.shape == (2,):
+        arr = np.tile(arr, (nv, 1))
+    if arr.shape != (nv, 2) or not (np.all(np.isfinite(arr)) and np.all(arr[:, 0] > 0)):
+        raise ModelError(f"a sigmoid shape is (phi2 [s/rad] > 0, phi3 [rad/s]) finite, for every joint "
+                         f"or as ({nv}, 2) per dof; got {np.array(shape).tolist()}")
+    return arr
 
 
 def body_params_from_inertial(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
@@ -171,11 +204,14 @@ class RobotModel:
     * ``param_bodies``: MuJoCo ids of the bodies whose 10 parameters are identified;
     * ``term_joints``: indices into ``joints`` of the hinge/slide joints carrying joint terms;
     * ``param_names``/``nominal``: the parameter vector layout and its values in the MJCF;
-    * ``stribeck_velocity``: q̇s [rad/s] of the ``Fs`` columns.
+    * ``stribeck_velocity``: q̇s [rad/s] of the ``Fs`` columns;
+    * ``sigmoid_shape (nv, 2)``: (φ2 [s/rad], φ3 [rad/s]) of each dof's ``Fsig`` column.
 
     ``joint_terms`` None: :data:`DEFAULT_JOINT_TERMS`, plus ``Fs`` when the MJCF has
     ``stribeck:<joint>`` numerics. ``stribeck_velocity`` None: the numerics' q̇s, else
-    :data:`DEFAULT_STRIBECK_VELOCITY`.
+    :data:`DEFAULT_STRIBECK_VELOCITY`. ``Fsig`` is a default term too where the MJCF has
+    ``sigmoid:<joint>`` numerics; ``sigmoid_shape`` None: their (φ2, φ3), else
+    :data:`DEFAULT_SIGMOID_SHAPE` (one pair for every joint, or ``(nv, 2)``).
     """
 
     def __init__(
@@ -189,9 +225,11 @@ class RobotModel:
         urdf: str | None = None,
         spec_factory: Callable[[], mujoco.MjSpec] | None = None,
         stribeck_velocity: float | None = None,
+        sigmoid_shape: np.ndarray | Sequence[float] | None = None,
     ) -> None:
         if joint_terms is None:  # every term MuJoCo simulates, and Stribeck where the model has it
             joint_terms = DEFAULT_JOINT_TERMS + (("Fs",) if stribeck_numerics(mj) else ())
+            joint_terms += ("Fsig",) if sigmoid_numerics(mj) else ()
         unknown = [t for t in joint_terms if t not in JOINT_FIELDS]
         if unknown:
             raise ModelError(f"joint terms must be among {JOINT_FIELDS}, got {unknown}")
@@ -259,6 +297,13 @@ class RobotModel:
                              f"got {stribeck_velocity}")
         #: [rad/s] the Stribeck velocity q̇s of every joint's ``Fs`` column
         self.stribeck_velocity = float(stribeck_velocity)
+        if sigmoid_shape is None:
+            sigmoid_shape = np.tile(DEFAULT_SIGMOID_SHAPE, (self.nv, 1))
+            for dof, (_, steepness, offset) in sigmoid_numerics(mj).items():
+                sigmoid_shape[dof] = steepness, offset
+        #: (nv, 2) sigmoid friction shape (φ2 [s/rad], φ3 [rad/s]) of each dof's ``Fsig`` column
+        self.sigmoid_shape = check_sigmoid_shape(sigmoid_shape, self.nv)
+        self.sigmoid_shape.setflags(write=False)
         self.nominal: np.ndarray = self.params_of(mj)
         self.nominal.setflags(write=False)
         self._derived: dict[object, object] = {}
@@ -353,12 +398,30 @@ class RobotModel:
     def with_joint_terms(self, terms: Sequence[JointTerm]) -> RobotModel:
         """The same robot (same source) with other joint terms in its parameter vector."""
         return RobotModel(self.mj, joint_terms=terms, source=self.source, xml=self._xml, urdf=self.urdf,
-                          spec_factory=self._spec_factory, stribeck_velocity=self.stribeck_velocity)
+                          spec_factory=self._spec_factory, stribeck_velocity=self.stribeck_velocity,
+                          sigmoid_shape=self.sigmoid_shape)
 
     def with_stribeck_velocity(self, velocity: float) -> RobotModel:
         """The same robot with Stribeck velocity ``velocity`` [rad/s] in its ``Fs`` columns."""
         return RobotModel(self.mj, joint_terms=self.joint_terms, source=self.source, xml=self._xml,
-                          urdf=self.urdf, spec_factory=self._spec_factory, stribeck_velocity=velocity)
+                          urdf=self.urdf, spec_factory=self._spec_factory, stribeck_velocity=velocity,
+                          sigmoid_shape=self.sigmoid_shape)
+
+    def with_sigmoid_shape(self, shape: np.ndarray | Sequence[float]) -> RobotModel:
+        """The same robot with sigmoid shape ``shape`` (φ2 [s/rad], φ3 [rad/s]): one pair ``(2,)``
+        for every joint or ``(nv, 2)`` per dof) in its ``Fsig`` columns."""
+        return RobotModel(self.mj, joint_terms=self.joint_terms, source=self.source, xml=self._xml,
+                          urdf=self.urdf, spec_factory=self._spec_factory,
+                          stribeck_velocity=self.stribeck_velocity, sigmoid_shape=shape)
+
+    def sigmoid_of(self, theta: np.ndarray) -> dict[str, list[float]]:
+        """``{joint: [φ1 [N·m], φ2 [s/rad], φ3 [rad/s]]}`` of the ``Fsig`` terms in ``theta``."""
+        if "Fsig" not in self.joint_terms:
+            return {}
+        theta = self.check_theta(theta)
+        return {self.joints[j].name: [float(theta[self.index(f"{self.joints[j].name}.Fsig")]),
+                                      *map(float, self.sigmoid_shape[self.joints[j].dof_adr])]
+                for j in self.term_joints}
 
     @staticmethod
     def _read_joint(mj: mujoco.MjModel, j: int) -> Joint:
@@ -553,9 +616,11 @@ class RobotModel:
             theta[10 * k:10 * k + 10] = body_params_from_inertial(
                 float(mj.body_mass[b]), np.array(mj.body_ipos[b]), i_com)
         values = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature,
-                  "Fs": np.zeros(mj.nv)}
+                  "Fs": np.zeros(mj.nv), "Fsig": np.zeros(mj.nv)}
         for dof, (fs, _) in stribeck_numerics(mj).items():
             values["Fs"][dof] = fs
+        for dof, (amplitude, _, _) in sigmoid_numerics(mj).items():
+            values["Fsig"][dof] = amplitude
         for k, j in enumerate(self.term_joints):
             dof = self.joints[j].dof_adr
             for t_i, term in enumerate(self.joint_terms):
@@ -571,7 +636,8 @@ class RobotModel:
         would ignore the new ``body_ipos``/``body_iquat``). Joint offsets ``Fo`` have no MuJoCo
         counterpart and are ignored; Stribeck terms ``Fs`` are written into existing
         ``stribeck:<joint>`` numerics (with this model's q̇s) and ignored where the model has none
-        (a compiled model cannot grow one).
+        (a compiled model cannot grow one); so are sigmoid terms ``Fsig`` (φ1 with this model's
+        φ2, φ3) into ``sigmoid:<joint>`` numerics.
         """
         theta = self.check_theta(theta)
         for k, b in enumerate(self.param_bodies):
@@ -581,12 +647,16 @@ class RobotModel:
             mj.body_sameframe[b] = 0
         fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
         numerics = _stribeck_numeric_ids(mj)
+        sigmoids = _numeric_ids(mj, SIGMOID_NUMERIC)
         for (term, dof), value in self._joint_term_values(theta).items():
             if term in fields:
                 fields[term][dof] = value
             elif term == "Fs" and dof in numerics:
                 adr = int(mj.numeric_adr[numerics[dof]])
                 mj.numeric_data[adr:adr + 2] = value, self.stribeck_velocity
+            elif term == "Fsig" and dof in sigmoids:
+                adr = int(mj.numeric_adr[sigmoids[dof]])
+                mj.numeric_data[adr:adr + 3] = value, *self.sigmoid_shape[dof]
 
     def _joint_term_values(self, theta: np.ndarray) -> dict[tuple[str, int], float]:
         out = {}
@@ -632,10 +702,13 @@ class RobotModel:
         joint_values: dict[str, dict[str, float]] = {}
         unwritten: list[str] = []
         stribeck: dict[str, list[float]] = {}
+        sigmoid: dict[str, list[float]] = {}
         for (term, dof), value in self._joint_term_values(theta).items():
             joint = self.joints[int(self.mj.dof_jntid[dof])]
             if term == "Fs":
                 stribeck[joint.name] = [value, self.stribeck_velocity]
+            elif term == "Fsig":
+                sigmoid[joint.name] = [value, *map(float, self.sigmoid_shape[dof])]
             elif term in attr:
                 joint_values.setdefault(joint.name, {})[attr[term]] = max(value, 0.0)
                 _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
@@ -660,10 +733,17 @@ class RobotModel:
             if name not in stribeck and fs != 0:
                 stribeck[name] = [0.0, velocity]
                 zeroed.setdefault("stribeck", []).append(name)
-        for name, data in stribeck.items():
-            numeric = spec.numeric(STRIBECK_NUMERIC + name)
+        for dof, (amplitude, steepness, offset) in sigmoid_numerics(self.mj).items():
+            name = self.joints[int(self.mj.dof_jntid[dof])].name
+            if name not in sigmoid and amplitude != 0:
+                sigmoid[name] = [0.0, steepness, offset]
+                zeroed.setdefault("sigmoid", []).append(name)
+        numerics = {STRIBECK_NUMERIC + k: v for k, v in stribeck.items()}
+        numerics |= {SIGMOID_NUMERIC + k: v for k, v in sigmoid.items()}
+        for name, data in numerics.items():
+            numeric = spec.numeric(name)
             if numeric is None:
-                spec.add_numeric(name=STRIBECK_NUMERIC + name, data=data)
+                spec.add_numeric(name=name, data=data)
             else:
                 numeric.data = data
         if zeroed:
@@ -672,9 +752,9 @@ class RobotModel:
         try:
             spec.compile()
             xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
-            xml = _numerics_full_precision(xml, {STRIBECK_NUMERIC + k: v for k, v in stribeck.items()})
+            xml = _numerics_full_precision(xml, numerics)
             xml = _with_comment(xml, _export_note(self.joint_terms, zeroed, unwritten,
-                                                  stribeck=bool(stribeck)))
+                                                  stribeck=bool(stribeck), sigmoid=bool(sigmoid)))
             mujoco.MjModel.from_xml_string(xml)
         except ValueError as exc:
             raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
@@ -682,7 +762,7 @@ class RobotModel:
 
 
 def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: list[str], *,
-                 stribeck: bool = False) -> str:
+                 stribeck: bool = False, sigmoid: bool = False) -> str:
     """The comment identified.xml carries about its joint terms."""
     lines = [f"Written by sysid_ros: inertials and joint terms {list(terms)} as identified."]
     if zeroed:
@@ -696,6 +776,14 @@ def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: 
                      f"{STRIBECK_NUMERIC}<joint> = 'Fs qs' (N m, rad/s). MuJoCo does not simulate them "
                      "(its frictionloss is Coulomb only); sysid_ros's plant applies them as a joint "
                      "torque, any other simulator must add -Fs*exp(-|qdot|/qs)*sign(qdot) itself.")
+    if sigmoid:
+        lines.append("Sigmoid friction (Gaz et al., RA-L 2019) p1/(1+exp(-p2*(qdot+p3))) - "
+                     f"p1/(1+exp(-p2*p3)) [N m]: custom numerics {SIGMOID_NUMERIC}<joint> = 'p1 p2 p3' "
+                     "(N m, s/rad, rad/s). MuJoCo does not simulate them; sysid_ros's plant applies "
+                     "them as a joint torque, any other simulator must subtract that torque itself. "
+                     "Away from qdot = -p3 (|qdot + p3| >> 1/p2) it is Coulomb friction p1/2 (MuJoCo "
+                     "frictionloss, not written here: the plant would count it twice) plus a constant "
+                     "p1*(1/2 - 1/(1+exp(-p2*p3))) [N m].")
     return "\n     ".join(lines)
 
 
@@ -712,16 +800,26 @@ def _numerics_full_precision(xml: str, values: dict[str, list[float]]) -> str:
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _stribeck_numeric_ids(mj: mujoco.MjModel) -> dict[int, int]:
-    """``{dof: numeric id}`` of the model's ``stribeck:<joint>`` numerics (see :func:`stribeck_numerics`)."""
+def _numeric_ids(mj: mujoco.MjModel, prefix: str, *, strict: bool = False) -> dict[int, int]:
+    """``{dof: numeric id}`` of the model's custom numerics ``<prefix><joint>``; ``strict``:
+    :class:`ModelError` when one names no hinge or slide joint (else it is skipped)."""
     out = {}
     for i in range(mj.nnumeric):
         name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
-        if name.startswith(STRIBECK_NUMERIC):
-            joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(STRIBECK_NUMERIC):])
-            if joint >= 0:
-                out[int(mj.jnt_dofadr[joint])] = i
+        if not name.startswith(prefix):
+            continue
+        joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(prefix):])
+        if joint < 0 or int(mj.jnt_type[joint]) not in _SCALAR_JOINTS:
+            if strict:
+                raise ModelError(f"custom numeric {name!r} names no hinge or slide joint of the model")
+            continue
+        out[int(mj.jnt_dofadr[joint])] = i
     return out
+
+
+def _stribeck_numeric_ids(mj: mujoco.MjModel) -> dict[int, int]:
+    """``{dof: numeric id}`` of the model's ``stribeck:<joint>`` numerics (see :func:`stribeck_numerics`)."""
+    return _numeric_ids(mj, STRIBECK_NUMERIC)
 
 
 def _with_comment(xml: str, text: str) -> str:

@@ -119,7 +119,7 @@ def arm_target(model: RobotModel, *, prior: np.ndarray | None = None, seed: int 
     """Identify every parameter of ``model`` (prior: its nominal values)."""
     blocks = tuple((model.body_name(b), model.body_slice(b)) for b in model.param_bodies)
     nonneg = np.array([i for i, n in enumerate(model.param_names)
-                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia", "Fs")], dtype=int)
+                       if n.rsplit(".", 1)[1] in ("Fc", "Fv", "Ia", "Fs", "Fsig")], dtype=int)
     return Target(model, "arm", None, model.param_names,
                   model.nominal.copy() if prior is None else model.check_theta(prior),
                   blocks, nonneg, base_parameters(model, seed=seed))
@@ -267,7 +267,7 @@ class Plausibility:
 
 
 def with_joint_prior(target: Target, spec: str | Mapping[str, float] = "model") -> Target:
-    """``target`` with the prior of its joint terms (friction ``Fc``/``Fv``/``Fo``/``Fs``, rotor
+    """``target`` with the prior of its joint terms (friction ``Fc``/``Fv``/``Fo``/``Fs``/``Fsig``, rotor
     inertia ``Ia``) as stated: ``"model"`` (the model file's values, 0 where it has none: MJCF
     frictionloss/damping/armature, URDF dynamics), ``"zero"``, or values by name,
     ``{"<joint>.<term>": v}`` or ``{"<term>": v}`` for every joint (a JSON file's content; SI
@@ -299,7 +299,7 @@ def with_joint_prior(target: Target, spec: str | Mapping[str, float] = "model") 
                              f"({', '.join(t for t in JOINT_FIELDS if t in model.joint_terms)}) or one of "
                              f"{sorted(term_index)[:6]}{' ...' if len(term_index) > 6 else ''}")
         for i in hits:
-            if value < 0 and target.names[i].rsplit(".", 1)[-1] in ("Fc", "Fv", "Ia", "Fs"):
+            if value < 0 and target.names[i].rsplit(".", 1)[-1] in ("Fc", "Fv", "Ia", "Fs", "Fsig"):
                 raise SysIdError(f"joint-term prior {target.names[i]} = {value}: must be >= 0")
             prior[i] = float(value)
     return replace(target, prior=prior)

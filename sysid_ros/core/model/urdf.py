@@ -200,7 +200,7 @@ def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str
     terms = model.as_dict(theta)
     dynamics = {j.name: (max(terms.get(f"{j.name}.Fv", 0.0), 0.0), max(terms.get(f"{j.name}.Fc", 0.0), 0.0))
                 for j in model.joints if j.type in ("hinge", "slide")}
-    unwritten = {n: v for n, v in terms.items() if n.endswith((".Ia", ".Fo", ".Fs")) and v != 0}
+    unwritten = {n: v for n, v in terms.items() if n.endswith((".Ia", ".Fo", ".Fs", ".Fsig")) and v != 0}
     if model.urdf is not None:
         root = _identified_source(model, ET.fromstring(model.urdf), inertials, dynamics)
     else:
@@ -210,7 +210,11 @@ def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str
         root.insert(1, ET.Comment(" identified terms without a URDF counterpart (rotor inertia Ia "
                                   "[kg m^2], torque offset Fo [N m], Stribeck friction Fs [N m] in "
                                   f"Fs*exp(-|qdot|/qs)*sign(qdot) with qs = {model.stribeck_velocity!r} "
-                                  "rad/s; see identified.xml): "
+                                  "rad/s, sigmoid friction amplitude Fsig = phi1 [N m] in "
+                                  "phi1/(1+exp(-phi2*(qdot+phi3))) - phi1/(1+exp(-phi2*phi3))"
+                                  + "".join(f", {j}: phi2 = {p2!r} s/rad, phi3 = {p3!r} rad/s"
+                                            for j, (_, p2, p3) in model.sigmoid_of(theta).items())
+                                  + "; see identified.xml): "
                                   + ", ".join(f"{n} = {v!r}" for n, v in unwritten.items()) + " "))
     if np.linalg.norm(model.gravity - np.array([0.0, 0.0, -9.81])) > 1e-9:
         root.insert(1, ET.Comment(f" the model's gravity {model.gravity.tolist()} m/s^2 has no URDF "

@@ -8,7 +8,9 @@ Per actuated joint, from the *measured* state ``(q, q̇)``::
 applied through ``qfrc_applied`` (the model's own actuators are disabled) for one physics step.
 Stribeck friction, which MuJoCo does not model, is applied there too: a joint with a custom numeric
 ``stribeck:<joint>`` = ``"Fs q̇s"`` gets ``−Fs·exp(−|q̇|/q̇s)·sign(q̇)`` at the step's (true)
-velocity (:func:`~sysid_ros.core.model.robot.stribeck_numerics`).
+velocity (:func:`~sysid_ros.core.model.robot.stribeck_numerics`); so is the sigmoid friction of a
+joint with ``sigmoid:<joint>`` = ``"φ1 φ2 φ3"``: ``−φ1·(σ(φ2(q̇ + φ3)) − σ(φ2 φ3))``
+(:func:`~sysid_ros.core.model.robot.sigmoid_numerics`).
 The sensor model (:class:`SensorModel`) adds white noise to the measured position, velocity and
 torque and quantises the position to the encoder's resolution; commands and measurements can be
 delayed by whole steps, and a watchdog can take the joints limp (damping only) after a silence.
@@ -46,8 +48,8 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.model.regressor import stribeck_column
-from sysid_ros.core.model.robot import RobotModel, stribeck_numerics
+from sysid_ros.core.model.regressor import sigmoid_column, stribeck_column
+from sysid_ros.core.model.robot import RobotModel, sigmoid_numerics, stribeck_numerics
 
 __all__ = ["JointCommand", "MitPlant", "PlantSample", "Push", "SensorModel", "SimulatedRun",
            "SimulationError", "mit_torque"]
@@ -264,6 +266,10 @@ class MitPlant:
         self._stribeck = (np.array(sorted(stribeck), dtype=int),
                           np.array([stribeck[d][0] for d in sorted(stribeck)]),
                           np.array([stribeck[d][1] for d in sorted(stribeck)]))
+        sigmoid = sigmoid_numerics(sim)
+        #: dofs with sigmoid friction and their (φ1 [N·m], φ2 [s/rad], φ3 [rad/s]) (k, 3)
+        self._sigmoid = (np.array(sorted(sigmoid), dtype=int),
+                         np.array([sigmoid[d] for d in sorted(sigmoid)], dtype=float).reshape(-1, 3))
         self.step_count = 0
         self.counters = {"saturated_steps": 0, "limp_steps": 0}
         self.failure = ""  # why the physics stopped (see _diverged); '' while it runs
@@ -448,6 +454,9 @@ class MitPlant:
         dofs, fs, velocity = self._stribeck
         if dofs.size:
             data.qfrc_applied[dofs] -= fs * stribeck_column(data.qvel[dofs], velocity)
+        dofs, phi = self._sigmoid
+        if dofs.size:
+            data.qfrc_applied[dofs] -= phi[:, 0] * sigmoid_column(data.qvel[dofs], phi[:, 1], phi[:, 2])
         acc = None
         if acceleration and self._rk4:
             mujoco.mj_forward(self.mj, data)
