@@ -182,3 +182,32 @@ def test_bad_input_is_refused_with_the_reason(mj):
         plant.send(JointCommand(np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(3), np.zeros(2)))
     with pytest.raises(SysIdError, match="without a measurement delay"):
         MitPlant(mj, timestep=DT, measurement_delay_steps=1).run(*reference(np.arange(3) * DT))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@pytest.mark.parametrize(("numeric", "friction"), [
+    # Stribeck: Fs·exp(−|q̇|/q̇s)·sign(q̇) with Fs 0.5 N·m, q̇s 0.05 rad/s
+    ('name="stribeck:r" data="0.5 0.05"', lambda dq: np.sign(dq) * 0.5 * np.exp(-abs(dq) / 0.05)),
+    # sigmoid (Gaz et al. 2019): φ1·(σ(φ2(q̇ + φ3)) − σ(φ2 φ3)) with φ = 0.5 N·m, 8 s/rad, 0.03 rad/s
+    ('name="sigmoid:r" data="0.5 8 0.03"', lambda dq: 0.5 * (_sigmoid(8 * (dq + 0.03)) - _sigmoid(8 * 0.03))),
+])
+def test_plant_applies_the_models_nonlinear_friction(numeric, friction):
+    """A free rotor (Izz 0.02 kg·m², no gravity torque, no other friction) spinning at q̇ under no
+    command decelerates at friction(q̇)/Izz, for both signs of q̇: the model file's numerics are
+    the simulated truth."""
+    from sysid_ros.core import RobotModel
+    from sysid_ros.core.sim.simulation import run_mit
+
+    rotor = f"""<mujoco><compiler angle="radian"/><option timestep="0.001"/><worldbody>
+      <body name="rotor"><joint name="r" axis="0 0 1"/>
+        <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.02"/></body></worldbody>
+      <custom><numeric {numeric}/></custom></mujoco>"""
+    model = RobotModel.from_xml_string(rotor)
+    zero = np.zeros((1, 1))
+    for dq0 in (0.03, -0.2):
+        run = run_mit(model.mj, zero, zero, zero, np.zeros(1), np.zeros(1), np.full(1, np.inf), dt=0.001,
+                      q0=np.zeros(1), dq0=np.array([dq0]))
+        assert run.ddq[0, 0] == pytest.approx(-friction(dq0) / 0.02, rel=1e-9)

@@ -32,7 +32,6 @@ from sysid_ros.core.model.regressor import sigmoid_column, torque_regressor
 from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.model.urdf import write_urdf
-from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
 ARM = SIGMOID_ARM
@@ -80,22 +79,6 @@ def test_sigmoid_column_is_zero_at_rest_and_in_the_regressor():
     for j, (joint, (_, p2, p3)) in enumerate(PHI_TRUE.items()):
         expected = 1.0 / (1.0 + np.exp(-p2 * (dq[j] + p3))) - 1.0 / (1.0 + np.exp(-p2 * p3))
         assert y[j, model.index(f"{joint}.Fsig")] == pytest.approx(expected, rel=1e-12)
-
-
-def test_plant_applies_sigmoid_friction():
-    """A free rotor (Izz 0.02 kg·m², no gravity torque, no other friction) spinning at q̇ under no
-    command decelerates at φ1·(σ(φ2(q̇ + φ3)) − σ(φ2 φ3))/Izz, for both signs of q̇."""
-    rotor = """<mujoco><compiler angle="radian"/><option timestep="0.001"/><worldbody>
-      <body name="rotor"><joint name="r" axis="0 0 1"/>
-        <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.02"/></body></worldbody>
-      <custom><numeric name="sigmoid:r" data="0.5 8 0.03"/></custom></mujoco>"""
-    model = RobotModel.from_xml_string(rotor)
-    zero = np.zeros((1, 1))
-    for dq0 in (0.03, -0.2):
-        run = run_mit(model.mj, zero, zero, zero, np.zeros(1), np.zeros(1), np.full(1, np.inf), dt=0.001,
-                      q0=np.zeros(1), dq0=np.array([dq0]))
-        friction = 0.5 / (1.0 + np.exp(-8 * (dq0 + 0.03))) - 0.5 / (1.0 + np.exp(-8 * 0.03))
-        assert run.ddq[0, 0] == pytest.approx(-friction / 0.02, rel=1e-9)
 
 
 def test_sigmoid_shape_and_amplitude_recovered(fits):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from oracles.three_link_arm import three_link_arm
 
@@ -25,7 +24,6 @@ from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import arm_target
-from sysid_ros.core.sim.simulation import run_mit
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
 FS_TRUE = {"j1": 0.6, "j2": 0.5, "j3": 0.3}
@@ -64,22 +62,6 @@ def test_model_reads_the_stribeck_numerics():
     with pytest.raises(ModelError, match=r"custom numeric 'stribeck:j3': expected 2 values 'Fs \[N m\] "
                        r"qs \[rad/s\]' with qs > 0, got \[0.3\]"):
         RobotModel.from_xml_string(bad)
-
-
-def test_plant_applies_stribeck_friction():
-    """A free rotor (Izz 0.02 kg·m², no gravity torque, no other friction) spinning at q̇ under no
-    command decelerates at Fs·exp(−|q̇|/q̇s)/Izz, for both signs of q̇."""
-    rotor = """<mujoco><compiler angle="radian"/><option timestep="0.001"/><worldbody>
-      <body name="rotor"><joint name="r" axis="0 0 1"/>
-        <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.02"/></body></worldbody>
-      <custom><numeric name="stribeck:r" data="0.5 0.05"/></custom></mujoco>"""
-    model = RobotModel.from_xml_string(rotor)
-    zero = np.zeros((1, 1))
-    for dq0 in (0.03, -0.2):
-        run = run_mit(model.mj, zero, zero, zero, np.zeros(1), np.zeros(1), np.full(1, np.inf), dt=0.001,
-                      q0=np.zeros(1), dq0=np.array([dq0]))
-        expected = -np.sign(dq0) * 0.5 * np.exp(-abs(dq0) / 0.05) / 0.02
-        assert run.ddq[0, 0] == pytest.approx(expected, rel=1e-9)
 
 
 def test_stribeck_velocity_and_friction_recovered(fits):
