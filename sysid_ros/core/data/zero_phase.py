@@ -7,10 +7,12 @@ transposed direct form II), in the same order of operations, so the results agre
 on the test data (``test/unit/test_zero_phase.py``). Why not SciPy's: ``sosfiltfilt`` on axis 0 of
 a ``(N, C)`` array moves the axis last and copies the array three times (extension, transposed
 contiguous copy per pass), and filters one column at a time; for the 40,000 × 468 regressor of an
-8 s UR5e log at 5 kHz that is ~0.12–0.25 s. Here the columns are the inner loop (one sample of
-every column per step, state in two ``(sections, C)`` arrays), the extension is written once,
-``keep`` stores only the rows a caller decimates to, and columns that are zero throughout (about
-half of a serial arm's regressor) are not filtered: 0.03–0.07 s for the same array.
+8 s UR5e log at 5 kHz that is 0.12–0.25 s (0.3–1 s given the ``(40000, 6, 78)`` array itself).
+Here the columns are the inner loop (one sample of every column per step, state in two
+``(sections, C)`` arrays, vectorised), the extension is the only copy and both passes run in place
+in it, ``keep`` returns only the rows a caller decimates to, and columns that are zero throughout
+(about half of a serial arm's regressor) are not filtered: 0.06–0.07 s for the same array on one
+thread (~0.04 s of it the extension's copy: first touches of fresh memory).
 
 Kernels are compiled on first use and cached on disk, and release the GIL.
 """
@@ -50,19 +52,19 @@ def sosfiltfilt_rows(sos: np.ndarray, x: np.ndarray, pad: int, keep: slice | Non
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-def _sections(sos, ext, i, cur, z0, z1):
-    """Sample ``ext[i]`` (every column) through every section; the result is left in ``cur``."""
-    c = ext.shape[1]
-    for j in range(c):
-        cur[j] = ext[i, j]
+def _sections(sos, row, z0, z1):
+    """One sample of every column, ``row (C,)``, through every section, in place; ``z0``/``z1``
+    ``(sections, C)`` the sections' states. Row and state views keep the column loop unit-stride
+    and free of aliasing, so that it vectorises (4× faster than indexing the 2-D arrays)."""
     for s in range(sos.shape[0]):
         b0, b1, b2, a1, a2 = sos[s, 0], sos[s, 1], sos[s, 2], sos[s, 4], sos[s, 5]
-        for j in range(c):
-            xc = cur[j]
-            xn = b0 * xc + z0[s, j]
-            z0[s, j] = b1 * xc - a1 * xn + z1[s, j]
-            z1[s, j] = b2 * xc - a2 * xn
-            cur[j] = xn
+        za, zb = z0[s], z1[s]
+        for j in range(row.size):
+            xc = row[j]
+            xn = b0 * xc + za[j]
+            za[j] = b1 * xc - a1 * xn + zb[j]
+            zb[j] = b2 * xc - a2 * xn
+            row[j] = xn
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
@@ -80,26 +82,21 @@ def _filtfilt_rows(sos, zi, x, cols, pad, start, stop, step):
     for i in range(n):
         for j in range(c):
             ext[pad + i, j] = x[i, cols[j]]
-    z0, z1, cur = np.empty((ns, c)), np.empty((ns, c)), np.empty(c)
-    for s in range(ns):  # forward pass, in place
+    z0, z1 = np.empty((ns, c)), np.empty((ns, c))
+    for s in range(ns):  # forward pass, in place, from the steady state of the first sample
         for j in range(c):
             z0[s, j] = zi[s, 0] * ext[0, j]
             z1[s, j] = zi[s, 1] * ext[0, j]
     for i in range(m):
-        _sections(sos, ext, i, cur, z0, z1)
-        for j in range(c):
-            ext[i, j] = cur[j]
-    for s in range(ns):  # backward pass: only the kept rows are stored
+        _sections(sos, ext[i], z0, z1)
+    for s in range(ns):  # backward pass, in place, from the steady state of the last sample
         for j in range(c):
             z0[s, j] = zi[s, 0] * ext[m - 1, j]
             z1[s, j] = zi[s, 1] * ext[m - 1, j]
-    count = len(range(start, stop, step))
-    out = np.empty((count, c))
-    for i in range(m - 1, pad - 1, -1):
-        _sections(sos, ext, i, cur, z0, z1)
-        k = i - pad
-        if k < n and start <= k < stop and (k - start) % step == 0:
-            r = (k - start) // step
-            for j in range(c):
-                out[r, j] = cur[j]
+    for i in range(m - 1, pad - 1, -1):  # (the leading extension is never output)
+        _sections(sos, ext[i], z0, z1)
+    out = np.empty((len(range(start, stop, step)), c))
+    for r, k in enumerate(range(start, stop, step)):
+        for j in range(c):
+            out[r, j] = ext[pad + k, j]
     return out
