@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
-from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step
+from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step, regressor_rank
 from sysid_ros.core.batch.least_squares import (
     coulomb_rows,
     inseparable,
@@ -881,11 +881,12 @@ def _iv_method(constrained: bool) -> Callable:
         beta_prev = base.of(theta)
         history = []
         step = None
+        x_rank = regressor_rank(xb)
         for it in range(1, options.iv_max_iter + 1):
             z = _instruments(prep, theta)
             zb, _, _ = regression_rows(z, prep.y, prep.mask)
             step = iv_step(xb, zb, rhs, target=target if constrained else None,
-                           b_matrix=base.matrix if constrained else None)
+                           b_matrix=base.matrix if constrained else None, x_rank=x_rank)
             done, change = converged(step.beta, beta_prev, options.iv_tol)
             history.append(change)
             say(f"{name} iteration {it}: relative change {change:.3e}, IV gradient "

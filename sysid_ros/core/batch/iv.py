@@ -38,21 +38,36 @@ class IVStep:
     solution: ConvexSolution | None
 
 
-def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | None = None,
-            b_matrix: np.ndarray | None = None) -> IVStep:
-    """One IDIM-IV (``target`` None) or PC-IDIM-IV step on base columns ``x``, ``z`` ``(r, n_b)``.
+def regressor_rank(x: np.ndarray) -> int:
+    """Numerical rank of ``x (r, n_b)`` with its columns scaled to unit norm, at
+    :data:`RANK_TOLERANCE` of the largest singular value."""
+    xs, _ = _unit_columns(x)
+    sv_x = np.linalg.svd(xs, compute_uv=False)
+    return int(np.sum(sv_x > RANK_TOLERANCE * sv_x[0])) if sv_x.size else 0
 
-    For PC-IDIM-IV, ``b_matrix (n_b, p)`` maps standard to base parameters.
-    """
+
+def _unit_columns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.linalg.norm(x, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
-    xs, zs = x / scale, z / np.maximum(np.linalg.norm(z, axis=0), 1e-300)
+    return x / scale, scale
+
+
+def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | None = None,
+            b_matrix: np.ndarray | None = None, x_rank: int | None = None) -> IVStep:
+    """One IDIM-IV (``target`` None) or PC-IDIM-IV step on base columns ``x``, ``z`` ``(r, n_b)``.
+
+    For PC-IDIM-IV, ``b_matrix (n_b, p)`` maps standard to base parameters. ``x_rank``:
+    :func:`regressor_rank` of ``x`` when the caller has it (x is the same at every iteration;
+    an SVD of the whole regressor per iteration saved).
+    """
+    xs, scale = _unit_columns(x)
+    zs = z / np.maximum(np.linalg.norm(z, axis=0), 1e-300)
     # orthonormal basis of what the instruments span (combinations the data cannot separate, e.g.
     # a one-way joint's Coulomb friction and offset, leave both X and Z rank-deficient alike)
     uz, svz, _ = np.linalg.svd(zs, full_matrices=False)
     qz = uz[:, svz > RANK_TOLERANCE * svz[0]] if svz.size else uz
-    sv_x = np.linalg.svd(xs, compute_uv=False)
-    x_rank = int(np.sum(sv_x > RANK_TOLERANCE * sv_x[0])) if sv_x.size else 0
+    if x_rank is None:
+        x_rank = regressor_rank(x)
     sv = np.linalg.svd(qz.T @ xs, compute_uv=False)
     pi_rank = int(np.sum(sv > 1e-9 * sv[0])) if sv.size else 0
     if pi_rank < x_rank:

@@ -28,6 +28,7 @@ import scipy.signal
 
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.segments import Segmentation, split
+from sysid_ros.core.data.zero_phase import sosfiltfilt_rows
 from sysid_ros.core.errors import DataError
 
 
@@ -113,13 +114,17 @@ def segment(ds: Dataset, settings: Preprocessing) -> Segmentation:
                  stationary=settings.stationary_cut)
 
 
-def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4) -> np.ndarray:
-    """Zero-phase Butterworth low-pass along axis 0 (``cutoff >= fs/2`` returns ``x``)."""
+def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4, *, keep: slice | None = None
+            ) -> np.ndarray:
+    """Zero-phase Butterworth low-pass along axis 0 (``cutoff >= fs/2`` returns ``x``); ``keep``:
+    only these rows of the result. SciPy's ``sosfiltfilt`` to the last bit, compiled
+    (:mod:`sysid_ros.core.data.zero_phase`)."""
     if cutoff >= 0.5 * fs:
-        return np.asarray(x, dtype=float).copy()
+        out = np.asarray(x, dtype=float).copy()
+        return out if keep is None else out[keep]
     sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
     padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
-    return scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=padlen)
+    return sosfiltfilt_rows(sos, x, padlen, keep)
 
 
 def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +183,6 @@ def parallel_decimate(arrays: list[np.ndarray], fs: float, settings: Preprocessi
     out = []
     for arr in arrays:
         flat = arr.reshape(n, -1)
-        filtered = lowpass(flat, fs, settings.decimation_cutoff, settings.order)
-        out.append(filtered[sl].reshape((-1, *arr.shape[1:])))
+        filtered = lowpass(flat, fs, settings.decimation_cutoff, settings.order, keep=sl)
+        out.append(filtered.reshape((-1, *arr.shape[1:])))
     return out, sl

@@ -392,6 +392,10 @@ class MitPlant:
         steps, n = position.shape[0], self.n
         kp = np.broadcast_to(kp, (steps, n))
         kd = np.broadcast_to(kd, (steps, n))
+        if self._compiled_run_possible():
+            run = self._run_compiled(position, velocity, effort, kp, kd, decimation)
+            if run is not None:
+                return run
         data, qadr, dofs = self.data, self._qadr, self._dofs
         n_rec = (steps + decimation - 1) // decimation
         rec = {k: np.empty((n_rec, self.mj.nv)) for k in ("dq", "ddq", "tau", "dq_true")}
@@ -417,6 +421,39 @@ class MitPlant:
             if record:
                 rec["ddq"][i] = acc
         return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
+
+    def _compiled_run_possible(self) -> bool:
+        """Whether :meth:`run` may step in compiled code (:mod:`~sysid_ros.core.sim.compiled_loop`):
+        what that loop does is all there is to do (ideal sensors, no command delay, pushes,
+        Stribeck forces or RK4) and this MuJoCo build exposes what it needs."""
+        from sysid_ros.core.sim import compiled_loop
+
+        return (self._ideal and not self.sensor.torque_noise and not self._cmd_delay
+                and not self._pushes and not self._stribeck[0].size and not self._rk4
+                and not self.failure and compiled_loop.available(self.mj, self.data))
+
+    def _run_compiled(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray,
+                      kp: np.ndarray, kd: np.ndarray, decimation: int) -> SimulatedRun | None:
+        """:meth:`run`'s loop in compiled code, the same states bit for bit; None (state restored)
+        when MuJoCo flagged a divergence, for the Python loop to run again and say where."""
+        from sysid_ros.core.sim.compiled_loop import step_closed_loop
+
+        data = self.data
+        start = (data.qpos.copy(), data.qvel.copy(), data.qacc_warmstart.copy(), data.time)
+        counts = [int(w.number) for w, _ in self._divergence]
+        dofs, qadr = np.atleast_1d(self.dof_indices), np.atleast_1d(self.qpos_indices)
+        qpos, qvel, qacc, applied, saturated = step_closed_loop(
+            self.mj, data, position, velocity, effort, kp, kd, self.torque_limit, dofs, qadr, decimation)
+        if ([int(w.number) for w, _ in self._divergence] != counts
+                or not (math.isfinite(qpos.sum()) and math.isfinite(data.qpos.sum()))):
+            data.qpos[:], data.qvel[:], data.qacc_warmstart[:], data.time = start
+            for (warning, _), count in zip(self._divergence, counts, strict=True):
+                warning.number = count
+            return None
+        self.step_count += position.shape[0]
+        tau = np.zeros((qpos.shape[0], self.mj.nv))
+        tau[:, dofs] = applied
+        return SimulatedRun(qpos, qvel, qacc, tau, saturated, qpos.copy(), qvel.copy())
 
     # ------------------------------------------------------------------------------ internals
     def _check(self, command: JointCommand) -> JointCommand:
