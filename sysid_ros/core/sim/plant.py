@@ -422,14 +422,19 @@ class MitPlant:
                 rec["ddq"][i] = acc
         return SimulatedRun(rec["q"], rec["dq"], rec["ddq"], rec["tau"], sat, rec["q_true"], rec["dq_true"])
 
+    @property
+    def _numerics_friction(self) -> bool:
+        """Whether the model's numerics add friction forces (Stribeck, sigmoid) to every step."""
+        return bool(self._stribeck[0].size or self._sigmoid[0].size)
+
     def _compiled_run_possible(self) -> bool:
         """Whether :meth:`run` may step in compiled code (:mod:`~sysid_ros.core.sim.compiled_loop`):
         what that loop does is all there is to do (ideal sensors, no command delay, pushes,
-        Stribeck forces or RK4) and this MuJoCo build exposes what it needs."""
+        friction forces of the model's numerics or RK4) and this MuJoCo build exposes what it needs."""
         from sysid_ros.core.sim import compiled_loop
 
         return (self._ideal and not self.sensor.torque_noise and not self._cmd_delay
-                and not self._pushes and not self._stribeck[0].size and not self._rk4
+                and not self._pushes and not self._numerics_friction and not self._rk4
                 and not self.failure and compiled_loop.available(self.mj, self.data))
 
     def _run_compiled(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray,
