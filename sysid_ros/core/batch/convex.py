@@ -208,6 +208,13 @@ class ConvexProgram:
             if problem.status == cp.OPTIMAL:
                 status = cp.OPTIMAL
                 theta, mult, value = self._solution(), self._multipliers(), float(problem.value)
+                if (inaccurate is not None and not self.feasible(theta, FEASIBILITY_TOLERANCE)
+                        and self.feasible(inaccurate[0], FEASIBILITY_TOLERANCE)):
+                    # a fall-back's "optimal" outside the constraints (SCS's tolerances are
+                    # loose: pseudo-inertias 1e-3 below the margin were seen) loses to the first
+                    # solver's inaccurate answer inside them
+                    status = cp.OPTIMAL_INACCURATE
+                    theta, mult, solver, value = inaccurate
                 break
             if problem.status == cp.OPTIMAL_INACCURATE and inaccurate is None:
                 # kept, but the next solver is tried: an inaccurate answer may violate the constraints
