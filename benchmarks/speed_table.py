@@ -180,6 +180,7 @@ def identify_rows(table: Table, repeats: int, figaroh_python: str, duration: flo
         states, truth = _eval_states(csv, model, tmp)
         common = ["--model", str(UR5E), "--method", "ols"]
         walls: dict[str, list[float]] = {"bag": [], "csv": [], "figaroh": []}
+        figaroh_imports: list[float] = []  # [s] of FIGAROH's process spent importing
         figaroh_out: dict = {}
         if figaroh:  # once untimed, for its prediction on the evaluation states
             figaroh_out = _json_of(_run([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
@@ -189,8 +190,10 @@ def identify_rows(table: Table, repeats: int, figaroh_python: str, duration: flo
                 out_dir = tmp / f"{kind}{k}"
                 walls[kind].append(_run([*sysid, "identify", str(data), *common, "--out", str(out_dir)])[0])
             if figaroh:
-                walls["figaroh"].append(_run([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
-                                              "--urdf", str(urdf)])[0])
+                wall, out = _run([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
+                                  "--urdf", str(urdf)])
+                walls["figaroh"].append(wall)
+                figaroh_imports.append(_json_of(out)["times_s"]["import"])
         ours = _inverse(RobotModel.from_mjcf(tmp / "bag0" / "identified.xml"), dict(np.load(states)))
         ours_fit = json.loads((tmp / "bag0" / "result.json").read_text())["diagnostics"]
     bag_s = _med(walls["bag"])
@@ -201,8 +204,7 @@ def identify_rows(table: Table, repeats: int, figaroh_python: str, duration: flo
     if figaroh:
         fig_rmse = _rmse(np.array(figaroh_out["eval_tau"]), truth)
         peer += (f"; FIGAROH (CSV → {figaroh_out['base_parameters']} base parameters, OLS) "
-                 f"{_span(walls['figaroh'], '.2f')} s, of which import "
-                 f"{figaroh_out['times_s']['import']:.2f} s")
+                 f"{_span(walls['figaroh'], '.2f')} s, of which imports {_med(figaroh_imports):.2f} s")
         own = np.sqrt(np.mean(np.square(figaroh_out["rmse_own_rows"])))
         accuracy += f"; FIGAROH {fig_rmse}, its own {figaroh_out['rows']} rows' residual {own:.3g} N·m"
     else:
