@@ -13,7 +13,8 @@ Rows (``--rows``, default all; medians of ``--repeats``, default 5):
   the same data as CSV and FIGAROH's least-squares identification of that CSV
   (``benchmarks/figaroh_ols.py``, a fresh process of ``--figaroh-python`` or ``$FIGAROH_PYTHON``,
   e.g. a venv of its own made with ``python -m venv V && V/bin/pip install figaroh``; skipped with a
-  note where FIGAROH is not importable), runs interleaved. Accuracy of both: torque RMSE against the
+  note where FIGAROH is not importable) with its BLAS as installed and on one thread (as
+  ``sysid identify`` runs it), runs interleaved. Accuracy of both: torque RMSE against the
   true model (``mj_inverse`` of ``ur5e.xml``) on the recording's states (every 10th sample, 0.5 s
   trimmed at each end; accelerations: central differences of the recorded velocities after a
   zero-phase 25 Hz Butterworth), ours from the command's ``identified.xml``;
@@ -25,7 +26,9 @@ Rows (``--rows``, default all; medians of ``--repeats``, default 5):
   ``sysid identify`` runs it).
 
 The machine's load average (1, 5, 15 min) is printed at the start and the end: on a shared machine
-wall times include the time other processes hold the cores, hence ratios measured side by side.
+wall times include the time other processes hold the cores, hence ratios measured side by side and,
+for the whole commands, their CPU time (user + system) beside the wall time; targets are judged on
+wall time.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,6 +60,8 @@ ROWS = ("regressor", "identify", "rls_logdet", "dual_metric", "pc_iv")
 BENCH = ROOT / "benchmarks"
 UR5E = ROOT / "test" / "robots" / "ur5e.xml"
 FIGAROH_MISSING = "FIGAROH not installed: pip install figaroh"
+#: sysid identify runs BLAS on one thread itself (core/blas.py); FIGAROH is also run so, beside its default
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 class Table:
@@ -81,15 +87,26 @@ def _load() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + f" (1/5/15 min) on {os.cpu_count()} CPUs"
 
 
-def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+def _run(cmd: list[str]) -> tuple[float, str]:
     """Wall time [s] and stdout of ``cmd``; exits with its stderr when it fails."""
+    wall, _, stdout = _run_timed(cmd)
+    return wall, stdout
+
+
+def _run_timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall time and CPU time (user + system, the process and its children) [s] and stdout of
+    ``cmd`` (``env``: variables set for it); exits with its stderr when it fails. On a loaded
+    machine the CPU time leaves out the waits for a core that the wall time counts."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                           env=None if env is None else os.environ | env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return wall, proc.stdout
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, proc.stdout
 
 
 def _json_of(stdout: str) -> dict:
@@ -179,38 +196,48 @@ def identify_rows(table: Table, repeats: int, figaroh_python: str, duration: flo
         write_urdf(model, model.params_of(model.mj), urdf)  # FIGAROH reads URDF: the same arm
         states, truth = _eval_states(csv, model, tmp)
         common = ["--model", str(UR5E), "--method", "ols"]
-        walls: dict[str, list[float]] = {"bag": [], "csv": [], "figaroh": []}
+        kinds = ("bag", "csv", "figaroh", "figaroh 1 BLAS")
+        walls: dict[str, list[float]] = {k: [] for k in kinds}  # [s]
+        cpus: dict[str, list[float]] = {k: [] for k in kinds}  # [s]
         figaroh_imports: list[float] = []  # [s] of FIGAROH's process spent importing
         figaroh_out: dict = {}
         if figaroh:  # once untimed, for its prediction on the evaluation states
             figaroh_out = _json_of(_run([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
                                          "--urdf", str(urdf), "--eval", str(states)])[1])
-        for k in range(repeats):  # interleaved: a change of load hits all three alike
+        for k in range(repeats):  # interleaved: a change of load hits them alike
             for kind, data in (("bag", bag), ("csv", csv)):
                 out_dir = tmp / f"{kind}{k}"
-                walls[kind].append(_run([*sysid, "identify", str(data), *common, "--out", str(out_dir)])[0])
+                wall, cpu, _ = _run_timed([*sysid, "identify", str(data), *common, "--out", str(out_dir)])
+                walls[kind].append(wall)
+                cpus[kind].append(cpu)
             if figaroh:
-                wall, out = _run([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
-                                  "--urdf", str(urdf)])
-                walls["figaroh"].append(wall)
-                figaroh_imports.append(_json_of(out)["times_s"]["import"])
+                for kind, env in (("figaroh", None), ("figaroh 1 BLAS", ONE_BLAS_THREAD)):
+                    wall, cpu, out = _run_timed([figaroh_python, str(BENCH / "figaroh_ols.py"), str(csv),
+                                                 "--urdf", str(urdf)], env)
+                    walls[kind].append(wall)
+                    cpus[kind].append(cpu)
+                    figaroh_imports.append(_json_of(out)["times_s"]["import"])
         ours = _inverse(RobotModel.from_mjcf(tmp / "bag0" / "identified.xml"), dict(np.load(states)))
         ours_fit = json.loads((tmp / "bag0" / "result.json").read_text())["diagnostics"]
     bag_s = _med(walls["bag"])
-    peer = f"same data as CSV {_span(walls['csv'], '.2f')} s"
+    peer = f"same data as CSV {_span(walls['csv'], '.2f')} s (CPU {_med(cpus['csv']):.2f} s)"
     accuracy = (f"identify row, accuracy on the same recording (torque RMSE against the true model "
                 f"on its states): sysid identify --method ols {_rmse(ours, truth)}, its own "
                 f"{ours_fit['n_rows']} regression rows' residual {ours_fit['residual_rms_total']:.3g} N·m")
     if figaroh:
         fig_rmse = _rmse(np.array(figaroh_out["eval_tau"]), truth)
         peer += (f"; FIGAROH (CSV → {figaroh_out['base_parameters']} base parameters, OLS) "
-                 f"{_span(walls['figaroh'], '.2f')} s, of which imports {_med(figaroh_imports):.2f} s")
+                 f"{_span(walls['figaroh'], '.2f')} s (CPU {_med(cpus['figaroh']):.2f} s), on one BLAS "
+                 f"thread {_span(walls['figaroh 1 BLAS'], '.2f')} s "
+                 f"(CPU {_med(cpus['figaroh 1 BLAS']):.2f} s); "
+                 f"its imports {_med(figaroh_imports):.2f} s")
         own = np.sqrt(np.mean(np.square(figaroh_out["rmse_own_rows"])))
         accuracy += f"; FIGAROH {fig_rmse}, its own {figaroh_out['rows']} rows' residual {own:.3g} N·m"
     else:
         peer += f"; {FIGAROH_MISSING}"
     table.add(f"`sysid identify --method ols`, {duration:g} s UR5e bag at 1 kHz, whole command",
-              f"{_span(walls['bag'], '.2f')} s", peer, "< 2 s", bag_s < 2.0)
+              f"{_span(walls['bag'], '.2f')} s (CPU {_med(cpus['bag']):.2f} s)", peer, "< 2 s",
+              bag_s < 2.0)
     table.notes.append(accuracy)
 
 
