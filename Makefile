@@ -19,7 +19,7 @@ lint: setup
 	@$(ENV) && ruff check .
 
 bench: setup
-	@$(ENV) && for b in regressor batch_speed iv_downgraded dual_metric online_rate online_tables online_node_throughput ekf_mhe ekf_projection sim_speed excitation bridge_rate collision_monitor identify_bag_speed blas_threads; do \
+	@$(ENV) && for b in regressor batch_speed iv_downgraded dual_metric online_rate online_tables online_node_throughput ekf_mhe ekf_projection sim_speed excitation bridge_rate collision_monitor identify_bag_speed blas_threads speed_table; do \
 	  echo "== benchmarks/$$b.py"; python benchmarks/$$b.py; done
 
 clean:

@@ -11,6 +11,7 @@ and numba's cache loads), BLAS on one thread as ``sysid identify`` runs it, and 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -38,6 +39,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=2000, help="dual-metric SDP samples")
     parser.add_argument("--repeats", type=int, default=5,
                         help="runs of each method; the median is printed (the first run pays imports)")
+    parser.add_argument("--json", action="store_true", help="also print the totals [s] as one JSON line")
     args = parser.parse_args()
     with single_threaded_blas():  # as sysid identify and the batch_solver node run it
         return _run(args)
@@ -60,6 +62,7 @@ def _run(args: argparse.Namespace) -> int:
             # finer decimation so that 2000 usable samples remain for the SDP
             ("dual_metric", IdentifyOptions(method="dual_metric", max_samples=args.samples),
              Preprocessing(bandwidth=5.0, decimation=10)))
+    totals = {}
     for method, options, settings in runs:
         times = []
         load = os.getloadavg()[0]
@@ -82,6 +85,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{'':<44} {'':>9}   median of {len(times)} runs, first {sum(times[0]):.2f} s "
               f"(imports), range {min(map(sum, times)):.2f}–{max(map(sum, times)):.2f} s; load "
               f"average {load:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        totals[method] = {"total_s": float(total), "runs_s": [float(sum(t)) for t in times],
+                          "relative_error_pct": result.diagnostics.relative_error}
+    if args.json:  # for benchmarks/speed_table.py
+        print(json.dumps(totals))
     return 0
 
 

@@ -24,6 +24,7 @@ wall percentiles include the time the scheduler gives to other processes.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import sys
@@ -87,7 +88,7 @@ def _busy() -> None:
         x = (x * 1103515245 + 12345) % 2147483648
 
 
-def measure_replay(duration: float, repeats: int) -> None:
+def measure_replay(duration: float, repeats: int) -> dict:
     """Issue 16's row: the CLI's rls_logdet replay of a simulated 1 kHz bag of the whole Panda
     with friction; medians (and ranges) over ``repeats`` runs."""
     model = RobotModel.from_mjcf(ROOT / "test" / "robots" / "panda.xml", joint_terms=("Fc", "Fv"))
@@ -142,6 +143,10 @@ def measure_replay(duration: float, repeats: int) -> None:
     print(f"  estimator update, thread CPU time: median {span(8, '.3f')} ms, p99 {span(9, '.3f')} ms")
     print(f"  load average {span(5, '.1f')} on {os.cpu_count()} cores; every final estimate "
           f"consistent: {bool(r[:, 7].all())}")
+    return {"span_s": span_s, "wall_s": float(med[0]), "realtime_factor": float(med[1]),
+            "update_median_ms": float(med[3]), "update_p99_ms": float(med[4]),
+            "cpu_update_median_ms": float(med[8]), "cpu_update_p99_ms": float(med[9]),
+            "consistent": bool(r[:, 7].all()), "repeats": repeats}
 
 
 def main() -> int:
@@ -150,6 +155,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="replay runs (medians printed)")
     parser.add_argument("--duration", type=float, default=12.6, help="replayed bag [s]")
     parser.add_argument("--load", type=int, default=0, help="CPU-bound processes beside the replay")
+    parser.add_argument("--json", action="store_true", help="also print the replay's medians as JSON")
     args = parser.parse_args()
     hogs = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(args.load)]
     for h in hogs:
@@ -157,7 +163,9 @@ def main() -> int:
     try:
         if not args.replay_only:
             tables()
-        measure_replay(args.duration, args.repeats)
+        figures = measure_replay(args.duration, args.repeats)
+        if args.json:  # for benchmarks/speed_table.py
+            print(json.dumps(figures))
     finally:
         for h in hogs:
             h.terminate()

@@ -15,6 +15,7 @@ Pinocchio (`pin`, in requirements-test.txt) is skipped with a note when it is no
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -65,6 +66,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=10_000, help="batch size N")
     parser.add_argument("--single", type=int, default=1000, help="samples of the per-sample loops")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="also print the medians as one JSON line")
     args = parser.parse_args()
 
     model = RobotModel.from_mjcf(args.model)
@@ -112,6 +114,8 @@ def main() -> int:
     row("Pinocchio computeJointTorqueRegressor", "pin")
     row("torque_regressor, one sample per call", "single", "(target <= 2)")
     row(f"torque_regressor, batched N={n}", "batched", "(target <= 1)")
+    if args.json:  # for benchmarks/speed_table.py: per-sample medians [us], wall and thread CPU
+        print(json.dumps({"wall_us": wall, "cpu_us": cpu, "load": load, "nv": model.nv}))
     return 0
 
 
