@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.signal
 
+from sysid_ros.core.data.butterworth import butterworth, filtfilt
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.segments import Segmentation, split
 from sysid_ros.core.errors import DataError
@@ -117,9 +117,7 @@ def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4) -> np.ndarr
     """Zero-phase Butterworth low-pass along axis 0 (``cutoff >= fs/2`` returns ``x``)."""
     if cutoff >= 0.5 * fs:
         return np.asarray(x, dtype=float).copy()
-    sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
-    padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
-    return scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=padlen)
+    return filtfilt(butterworth(order, cutoff, fs), x)  # odd extension of 3 (2 S + 1) samples
 
 
 def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.ndarray, np.ndarray]:
@@ -129,6 +127,8 @@ def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.n
         window = max(5, round(settings.savgol_window * fs) | 1)
         if window >= q.shape[0]:
             raise DataError(f"Savitzky–Golay window of {window} samples exceeds the {q.shape[0]} samples")
+        import scipy.signal  # only here: its import costs 0.4 s (scipy.stats with it)
+
         dq = scipy.signal.savgol_filter(q, window, 3, deriv=1, delta=dt, axis=0)
         ddq = scipy.signal.savgol_filter(q, window, 3, deriv=2, delta=dt, axis=0)
         return dq, ddq
