@@ -125,12 +125,12 @@ def _zero_phase(sos, x, pad, unit):  # pragma: no cover - compiled
             zi[s, 1, c] = unit[s, 1] * ext[total - 1, c]
     back = ext[::-1]  # backward over the forward output, in place
     _cascade(sos, back, zi, back)
-    return ext[pad:pad + n].copy()
+    return ext[pad:pad + n]  # rows of a C-ordered array: contiguous
 
 
 def default_padlen(sos: np.ndarray) -> int:
-    """Samples of odd extension at each end: three times the length of the cascade's impulse
-    response numerator/denominator, ``3 (2 S + 1)`` (as ``scipy.signal.sosfiltfilt``)."""
+    """Samples of odd extension at each end: three times the order of the cascade plus one,
+    ``3 (2 S + 1)`` for ``S`` sections (``scipy.signal.sosfiltfilt``'s default)."""
     return 3 * (2 * len(sos) + 1)
 
 
