@@ -66,7 +66,8 @@ def _child(argv: list[str]) -> int:
     with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            code = cli.main(["identify", *argv])
+            sys.argv = ["sysid", "identify", *argv]
+            code = cli.main()  # as the command line calls it (argv None: the process's own command)
         finally:
             sys.stdout = stdout
     print(json.dumps(times))
