@@ -5,14 +5,15 @@
 The bag is made by ``sysid simulate test/robots/ur5e.xml --duration 20 --rate 1000`` (not
 counted). Every run is a fresh process (interpreter start included), median of ``--repeats``:
 
-* ``bag`` / ``bag --no-plots`` / ``csv``: the plain command, wall time; ``bag, 1 BLAS thread``:
+* ``bag`` / ``bag --no-plots`` / ``csv``: the plain command, wall time and the process's CPU time
+  (user + system: what the command costs, whatever the machine's load); ``bag, 1 BLAS thread``:
   the same with ``OPENBLAS_NUM_THREADS=1`` (on a machine loaded beyond its cores, BLAS threads
   spin waiting for each other; ``sysid identify`` now limits BLAS to one thread itself, see
   ``sysid_ros/core/blas.py``, so the two should agree);
 * the breakdown: the same command in a process that times its stages by wrapping the CLI's own
   functions (import of ``sysid_ros.cli``; bag read; model set-up; prepare; solve; evaluate and
-  write; the rest is interpreter start and argument parsing), with BLAS as configured and on one
-  thread.
+  write; the rest is interpreter start, argument parsing and exit), with BLAS as configured and on
+  one thread.
 
 Target (issue 16): the bag command under 2 s; its bag read was 10.8 s on a loaded machine.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,18 +66,32 @@ def _child(argv: list[str]) -> int:
     with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            code = cli.main(["identify", *argv])
+            sys.argv = ["sysid", "identify", *argv]
+            code = cli.main()  # as the command line calls it (argv None: the process's own command)
         finally:
             sys.stdout = stdout
     print(json.dumps(times))
     return code
 
 
-def _run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
-    t0 = time.perf_counter()
+#: CPU seconds (user + system) of each finished child process by command label, beside its wall
+#: time: on a machine shared beyond its cores the wall time mostly measures the others' load
+CPU: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None, label: str | None = None
+         ) -> tuple[float, str]:
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                           env=None if env is None else os.environ | env)
     wall = time.perf_counter() - t0
+    if label is not None:
+        CPU.setdefault(label, []).append(_children_cpu() - cpu0)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
     return wall, proc.stdout
@@ -147,12 +163,15 @@ def main() -> int:
         stages = {mode: {s: [] for s in (*STAGES, "rest")} for mode in ("default", "1 BLAS thread")}
         for k in range(args.repeats):
             out = Path(tmp) / f"out{k}"
-            walls["bag"].append(_run([*sysid, "identify", str(bag), *common, "--out", str(out)])[0])
+            walls["bag"].append(_run([*sysid, "identify", str(bag), *common, "--out", str(out)],
+                                     label="bag")[0])
             walls["bag --no-plots"].append(_run([*sysid, "identify", str(bag), *common, "--no-plots",
-                                                 "--out", str(out)])[0])
+                                                 "--out", str(out)], label="bag --no-plots")[0])
             walls["bag, 1 BLAS thread"].append(_run([*sysid, "identify", str(bag), *common, "--out",
-                                                     str(out)], env=ONE_THREAD)[0])
-            walls["csv"].append(_run([*sysid, "identify", str(csv), *common, "--out", str(out)])[0])
+                                                     str(out)], env=ONE_THREAD,
+                                                    label="bag, 1 BLAS thread")[0])
+            walls["csv"].append(_run([*sysid, "identify", str(csv), *common, "--out", str(out)],
+                                     label="csv")[0])
             for mode, env in (("default", None), ("1 BLAS thread", ONE_THREAD)):
                 wall, text = _run([*env_python, __file__, "--child", str(bag), *common,
                                    "--out", str(out)], env=env)
@@ -161,7 +180,7 @@ def main() -> int:
                     stages[mode][stage].append(times.get(stage, 0.0))
                 stages[mode]["rest"].append(wall - sum(times.get(s, 0.0) for s in STAGES))
         for what, values in walls.items():
-            print(f"  whole command, {what:<20} {_summary(values)}")
+            print(f"  whole command, {what:<20} {_summary(values)};  CPU {_summary(CPU[what])}")
         print(f"  breakdown (bag, with plots)   {'BLAS default':<34} 1 BLAS thread")
         for stage in (*STAGES, "rest"):
             print(f"    {stage:<26} {_summary(stages['default'][stage]):<34} "

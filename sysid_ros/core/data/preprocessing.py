@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.signal
 
+from sysid_ros.core.data.butterworth import butterworth, default_padlen
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.segments import Segmentation, split
 from sysid_ros.core.data.zero_phase import sosfiltfilt_rows
@@ -117,14 +117,13 @@ def segment(ds: Dataset, settings: Preprocessing) -> Segmentation:
 def lowpass(x: np.ndarray, fs: float, cutoff: float, order: int = 4, *, keep: slice | None = None
             ) -> np.ndarray:
     """Zero-phase Butterworth low-pass along axis 0 (``cutoff >= fs/2`` returns ``x``); ``keep``:
-    only these rows of the result. SciPy's ``sosfiltfilt`` to the last bit, compiled
-    (:mod:`sysid_ros.core.data.zero_phase`)."""
+    only these rows of the result. SciPy's ``butter`` + ``sosfiltfilt`` to rounding, compiled
+    (:mod:`sysid_ros.core.data.butterworth`, :mod:`sysid_ros.core.data.zero_phase`)."""
     if cutoff >= 0.5 * fs:
         out = np.asarray(x, dtype=float).copy()
         return out if keep is None else out[keep]
-    sos = scipy.signal.butter(order, cutoff, btype="low", fs=fs, output="sos")
-    padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
-    return sosfiltfilt_rows(sos, x, padlen, keep)
+    sos = butterworth(order, cutoff, fs)
+    return sosfiltfilt_rows(sos, x, min(default_padlen(sos), x.shape[0] - 1), keep)
 
 
 def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +133,8 @@ def derivatives(q: np.ndarray, fs: float, settings: Preprocessing) -> tuple[np.n
         window = max(5, round(settings.savgol_window * fs) | 1)
         if window >= q.shape[0]:
             raise DataError(f"Savitzky–Golay window of {window} samples exceeds the {q.shape[0]} samples")
+        import scipy.signal  # only here: its import costs 0.4 s (scipy.stats with it)
+
         dq = scipy.signal.savgol_filter(q, window, 3, deriv=1, delta=dt, axis=0)
         ddq = scipy.signal.savgol_filter(q, window, 3, deriv=2, delta=dt, axis=0)
         return dq, ddq

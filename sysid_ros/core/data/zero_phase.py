@@ -2,9 +2,10 @@
 
 The same arithmetic as ``scipy.signal.sosfiltfilt(sos, x, axis=0, padtype="odd", padlen=pad)``
 (odd extension by ``pad`` samples at both ends, a forward pass started from the steady state
-``sosfilt_zi(sos)·x₀``, a backward pass started from ``sosfilt_zi(sos)·y_end``, each section in
-transposed direct form II), in the same order of operations, so the results agree to the last bit
-on the test data (``test/unit/test_zero_phase.py``). Why not SciPy's: ``sosfiltfilt`` on axis 0 of
+``sosfilt_zi(sos)·x₀`` (:func:`~sysid_ros.core.data.butterworth.steady_state`), a backward pass
+started from the steady state for ``y_end``, each section in transposed direct form II), in the
+same order of operations, so the results agree with SciPy's to rounding
+(``test/unit/test_zero_phase.py``). Why not SciPy's: ``sosfiltfilt`` on axis 0 of
 a ``(N, C)`` array moves the axis last and copies the array three times (extension, transposed
 contiguous copy per pass), and filters one column at a time; for the 40,000 × 468 regressor of an
 8 s UR5e log at 5 kHz that is 0.12–0.25 s (0.3–1 s given the ``(40000, 6, 78)`` array itself).
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import scipy.signal
+
+from sysid_ros.core.data.butterworth import steady_state
 
 __all__ = ["sosfiltfilt_rows"]
 
@@ -30,8 +32,9 @@ def sosfiltfilt_rows(sos: np.ndarray, x: np.ndarray, pad: int, keep: slice | Non
     """Zero-phase filtered ``x (N, ...)`` along axis 0 (see the module docstring), rows ``keep``
     of the result (default all), shape ``(len(range(N)[keep]), ...)``.
 
-    ``sos (sections, 6)``: second-order sections with ``a0 = 1`` (``scipy.signal.butter(...,
-    output="sos")``); ``pad``: odd-extension length, ``0 <= pad < N``.
+    ``sos (sections, 6)``: second-order sections with ``a0 = 1``
+    (:func:`~sysid_ros.core.data.butterworth.butterworth`); ``pad``: odd-extension length,
+    ``0 <= pad < N``.
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[0]
@@ -45,7 +48,7 @@ def sosfiltfilt_rows(sos: np.ndarray, x: np.ndarray, pad: int, keep: slice | Non
     live = np.flatnonzero((flat != 0.0).any(axis=0))
     out = np.zeros((len(range(start, stop, step)), flat.shape[1]))
     if live.size:
-        zi = scipy.signal.sosfilt_zi(sos)
+        zi = steady_state(sos)
         out[:, live] = _filtfilt_rows(np.ascontiguousarray(sos, dtype=float), np.ascontiguousarray(zi),
                                       flat, live, int(pad), start, stop, step)
     return out.reshape((-1, *x.shape[1:]))

@@ -6,8 +6,8 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 from __future__ import annotations
 
 import numpy as np
-import scipy.signal
 
+from sysid_ros.core.data.butterworth import butterworth, sosfilt, steady_state
 from sysid_ros.core.errors import DataError
 
 
@@ -17,9 +17,9 @@ class CausalFilter:
     def __init__(self, fs: float, cutoff: float, channels: int, order: int = 2) -> None:
         if not 0 < cutoff < 0.5 * fs:
             raise DataError(f"cut-off {cutoff} Hz must be in (0, {0.5 * fs}) Hz at {fs} Hz")
-        self.sos = scipy.signal.butter(order, cutoff, fs=fs, output="sos")
+        self.sos = butterworth(order, cutoff, fs)
         self.cutoff = cutoff
-        self._zi_unit = scipy.signal.sosfilt_zi(self.sos)  # (sections, 2)
+        self._zi_unit = steady_state(self.sos)  # (sections, 2)
         self.zi: np.ndarray | None = None
         self.channels = channels
 
@@ -32,7 +32,7 @@ class CausalFilter:
         n = int(fs * 50.0 / max(self.cutoff, 1e-9)) + 16
         impulse = np.zeros(n)
         impulse[0] = 1.0
-        h = np.abs(scipy.signal.sosfilt(self.sos, impulse))
+        h = np.abs(sosfilt(self.sos, impulse[:, None], np.zeros((len(self.sos), 2, 1)))[:, 0])
         above = np.flatnonzero(h >= level * h.max())
         return float(above[-1] + 1) / fs
 
@@ -41,8 +41,7 @@ class CausalFilter:
         x = np.asarray(x, dtype=float)
         if self.zi is None:  # start at rest on the first value (no start-up transient)
             self.zi = self._zi_unit[:, :, None] * x[0][None, None, :]
-        y, self.zi = scipy.signal.sosfilt(self.sos, x, axis=0, zi=self.zi)
-        return y
+        return sosfilt(self.sos, x, self.zi)  # self.zi updated in place
 
 
 class CausalConditioner:
