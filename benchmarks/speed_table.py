@@ -193,7 +193,8 @@ def identify_rows(table: Table, repeats: int, figaroh_python: str, duration: flo
               "--rate", "1000", "--storage", "mcap"])
         write_csv(read_bag(bag, commands=False), csv)
         model = RobotModel.from_mjcf(UR5E)
-        write_urdf(model, model.params_of(model.mj), urdf)  # FIGAROH reads URDF: the same arm
+        # FIGAROH reads URDF: the same arm
+        write_urdf(model, model.params_of(model.mj), urdf, origin="nominal parameters of the model")
         states, truth = _eval_states(csv, model, tmp)
         common = ["--model", str(UR5E), "--method", "ols"]
         kinds = ("bag", "csv", "figaroh", "figaroh 1 BLAS")

@@ -184,10 +184,12 @@ _TERM_COMMENT = ("joint <dynamics>: damping = identified viscous friction Fv [N 
                  "identified Coulomb friction Fc [N m]; 0 where not identified (as in identified.xml)")
 
 
-def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
+def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str], *,
+               origin: str = "identified by sysid_ros") -> Path:
     """Write ``theta`` (the model's parameter vector, physically consistent) as a URDF at ``path``
-    (atomically). Raises :class:`ModelError` when the model has no URDF form (a body with more
-    than one joint, a ball joint, a free joint below the root) or a body is not consistent."""
+    (atomically); ``origin``: what the file's first comment says the parameters are. Raises
+    :class:`ModelError` when the model has no URDF form (a body with more than one joint, a ball
+    joint, a free joint below the root) or a body is not consistent."""
     from sysid_ros.core.model.robot import _write_atomic, inertial_from_body_params
 
     theta = model.check_theta(theta)
@@ -205,7 +207,7 @@ def write_urdf(model: RobotModel, theta: np.ndarray, path: str | os.PathLike[str
         root = _identified_source(model, ET.fromstring(model.urdf), inertials, dynamics)
     else:
         root = _urdf_of_mujoco(model, inertials, dynamics)
-    root.insert(0, ET.Comment(f" identified by sysid_ros; {_TERM_COMMENT} "))
+    root.insert(0, ET.Comment(f" {origin}; {_TERM_COMMENT} "))
     if unwritten:
         root.insert(1, ET.Comment(" identified terms without a URDF counterpart (rotor inertia Ia "
                                   "[kg m^2], torque offset Fo [N m], Stribeck friction Fs [N m] in "
