@@ -36,9 +36,9 @@ log = logging.getLogger(__name__)
 
 
 class _Cvxpy:
-    """cvxpy, imported on first use: its import (with ``scipy.stats``) is ~0.5 s of a
-    ``sysid identify`` whose plausible fit is often an interior optimum, found without it
-    (:mod:`sysid_ros.core.batch.interior`)."""
+    """cvxpy, imported on first use: its import (with ``scipy.stats``) is ~0.4 s of a
+    ``sysid identify`` whose plausible fit, when its optimum is interior, is found without it
+    (:func:`interior_optimum`)."""
 
     def __getattr__(self, name: str):
         import cvxpy

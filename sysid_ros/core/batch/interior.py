@@ -22,8 +22,9 @@ with β = Uᵀr₀ and γ² = ‖r₀ − Uβ‖²:
 
 and ``ψ(s) = ‖e(s)‖²/s² − 1`` decreases strictly in s, so its one root is found by bisection on
 scalars (no further solve). At s → 0, ψ → Σ_i (2ρβ_i/σ_i²)² − 1 when the data are fitted exactly
-(γ = 0 and no β on a zero σ): if that is ≤ 0 the optimum is the norm's kink e = 0, the exact fit
-closest to the prior in L's metric (the multiplier u of ``Aᵀu = −2ρ LᵀL d`` has ‖u‖ ≤ 1).
+(γ = 0 and no β on a zero σ): if that is ≤ 0 the optimum is the norm's kink e = 0 (s* → 0), the
+exact fit closest to the prior in L's metric (the multiplier u of ``Aᵀu = −2ρ LᵀL d`` has
+‖u‖ ≤ 1).
 
 Without a prior pull (L = √TIE_BREAK·Nᵀ, N a basis of A's null space) the two terms decouple:
 the least-squares fit without a component along N minimises both.
@@ -36,11 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-#: singular values of A R_L⁻¹ below this fraction of the largest count as zero (as the program's
-#: tie-break counts A's, :data:`~sysid_ros.core.batch.least_squares.RANK_TOLERANCE`)
-ZERO_SINGULAR = 1e-9
-#: bisection steps on log s (the bracket's ratio shrinks by its square root each step: from
-#: 1e30 to 1 + 1e-15 in ~60)
+#: bisection steps on log s (each halves log(hi/lo): from 1e-300..1 to a ratio 1 + 1e-15 in 60)
 BISECTION_STEPS = 80
 
 
@@ -75,43 +72,29 @@ def unconstrained_minimiser(a: np.ndarray, c: np.ndarray, prior_scaled: np.ndarr
     b = scipy.linalg.solve_triangular(r_l, a.T, trans="T").T  # A R_L⁻¹
     u, sigma, vt = np.linalg.svd(b, full_matrices=False)
     beta = u.T @ r0
-    gamma2 = float(np.sum((r0 - u @ beta) ** 2))
-    zero = sigma <= ZERO_SINGULAR * max(float(sigma.max(initial=0.0)), 1e-300)
-    # residual the data leave whatever the prior: outside A's range and along its zero σ
-    floor2 = gamma2 + float(np.sum(beta[zero] ** 2))
-    sig2 = np.where(zero, 0.0, sigma**2)
+    gamma2 = float(np.sum((r0 - u @ beta) ** 2))  # residual outside A's range, whatever d
+    sig2 = sigma**2
 
     def psi(s: float) -> float:
         """‖e(s)‖²/s² − 1 (strictly decreasing in s > 0)."""
-        mu = 2.0 * rho * s
-        return float(np.sum((2.0 * rho * beta[~zero] / (sig2[~zero] + mu)) ** 2)) + floor2 / s**2 - 1.0
+        return float(np.sum((2.0 * rho * beta / (sig2 + 2.0 * rho * s)) ** 2)) + gamma2 / s**2 - 1.0
 
-    if floor2 <= 0.0 and _psi_at_zero(rho, beta[~zero], sig2[~zero]) <= 0.0:
-        s = 0.0  # the exact fit: 0 ∈ ∂f at the kink
-    else:
-        lo = np.sqrt(floor2) if floor2 > 0.0 else 1e-300  # ψ(lo) ≥ 0
-        hi = max(float(np.linalg.norm(r0)), lo)  # ‖e‖ ≤ ‖r₀‖ (d = 0 is a candidate): ψ(hi) ≤ 0
-        if psi(hi) >= 0.0:
-            lo = hi
-        for _ in range(BISECTION_STEPS):
-            if hi <= lo * (1.0 + 1e-15):
-                break
-            mid = np.sqrt(lo * hi)
-            if psi(mid) >= 0.0:
-                lo = mid
-            else:
-                hi = mid
-        s = 0.5 * (lo + hi)
-    mu = 2.0 * rho * s
-    # (zero σ: no component; their denominators are kept off 0 for μ = 0)
-    y = vt.T @ np.where(zero, 0.0, sigma / (sig2 + mu + zero) * beta)
+    # bracket: ‖e‖ ≥ γ, so ψ(γ) ≥ 0; ‖e‖ ≤ ‖r₀‖ (d = 0 is a candidate), so ψ(‖r₀‖) ≤ 0. An exact
+    # fit with ‖u‖ < 1 has ψ < 0 down to s → 0: the bisection ends at the lower end, the kink
+    lo = max(np.sqrt(gamma2), 1e-300)
+    hi = max(float(np.linalg.norm(r0)), lo)
+    for _ in range(BISECTION_STEPS):
+        if hi <= lo * (1.0 + 1e-15):
+            break
+        mid = np.sqrt(lo * hi)
+        if psi(mid) >= 0.0:
+            lo = mid
+        else:
+            hi = mid
+    mu = 2.0 * rho * 0.5 * (lo + hi)
+    y = vt.T @ (sigma / (sig2 + mu) * beta)
     d = scipy.linalg.solve_triangular(r_l, y)
     return _candidate(d, prior_scaled, a, r0, rho, l_root)
-
-
-def _psi_at_zero(rho: float, beta: np.ndarray, sig2: np.ndarray) -> float:
-    """lim_{s→0} ψ(s) of an exact fit: ‖u‖² − 1 with u the multiplier at the kink."""
-    return float(np.sum((2.0 * rho * beta / sig2) ** 2)) - 1.0
 
 
 def _decoupled(a: np.ndarray, r0: np.ndarray, prior_scaled: np.ndarray, rho: float,
