@@ -141,6 +141,9 @@ def main() -> int:
     parser.add_argument("--method", default="ols")
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--armature", action="store_true",
+                        help="identify the rotor inertia too (the simulated arm has it): the "
+                             "plausible fit is then interior and needs no conic solve")
     args = parser.parse_args()
 
     env_python = [sys.executable]
@@ -153,9 +156,10 @@ def main() -> int:
         _run([*env_python, "-c", "import sys; from sysid_ros.core.data.bag import read_bag; "
               "from sysid_ros.core.data.dataset import write_csv; "
               "write_csv(read_bag(sys.argv[1]), sys.argv[2])", str(bag), str(csv)])
-        common = ["--model", args.model, "--method", args.method]
+        common = ["--model", args.model, "--method", args.method, *(["--armature"] if args.armature else [])]
         load = os.getloadavg()[0]
-        print(f"sysid identify --method {args.method}: {args.duration:g} s at {args.rate:g} Hz "
+        print(f"sysid identify --method {args.method}{' --armature' if args.armature else ''}: "
+              f"{args.duration:g} s at {args.rate:g} Hz "
               f"({args.storage} bag; UR5e), median of {args.repeats} fresh processes; "
               f"load average {load:.1f} on {os.cpu_count()} CPUs")
         walls: dict[str, list[float]] = {"bag": [], "bag --no-plots": [], "bag, 1 BLAS thread": [],

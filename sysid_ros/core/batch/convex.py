@@ -23,7 +23,6 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 
-import cvxpy as cp
 import numpy as np
 import scipy.linalg
 import scipy.sparse
@@ -34,6 +33,20 @@ from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inerti
 from sysid_ros.core.model.target import Target, sphere_slack
 
 log = logging.getLogger(__name__)
+
+
+class _Cvxpy:
+    """cvxpy, imported on first use: its import (with ``scipy.stats``) is ~0.4 s of a
+    ``sysid identify`` whose plausible fit, when its optimum is interior, is found without it
+    (:func:`interior_optimum`)."""
+
+    def __getattr__(self, name: str):
+        import cvxpy
+
+        return getattr(cvxpy, name)
+
+
+cp = _Cvxpy()
 
 #: smallest eigenvalue enforced on every pseudo-inertia [SI]; strictly consistent results
 CONSISTENCY_MARGIN = 1e-7  # well above the conic solvers' feasibility tolerance (~1e-8)
@@ -110,8 +123,7 @@ class ConvexProgram:
         """‖Nᵀ(θ̃ − θ̃₀)‖² with N an orthonormal basis of the null space of ``rows·diag(scale)``
         (``rows (m, p)``: the regression rows in standard parameters; default the base-parameter
         map ``B``): moves only what no measurement can see, toward the prior."""
-        matrix = self.target.base.matrix if rows is None else np.asarray(rows, dtype=float)
-        null = scipy.linalg.null_space(matrix * self.scale, rcond=RANK_TOLERANCE)
+        null = tie_break_basis(self.target, self.scale, rows)
         if null.shape[1] == 0:
             return cp.Constant(0.0)
         prior_scaled = self.target.prior / self.scale
@@ -123,13 +135,10 @@ class ConvexProgram:
         its nominal model; 0 otherwise: a payload's prior is a placeholder). Weighted by
         :data:`PRIOR_WEIGHT` × the fit's relative residual it moves only the directions the data
         determine worse than the noise, toward the nominal model."""
-        if self.target.plausibility is None:
+        weights = prior_pull_weights(self.target, self.scale, column_norms)
+        if weights is None:
             return cp.Constant(0.0)
-        c = np.asarray(column_norms, dtype=float)
-        # parameters the data barely see (c below 1e-2 of the largest) are held by the prior firmly
-        # enough for the solver to place them reproducibly
-        c = np.maximum(c, 1e-2 * max(float(c.max(initial=0.0)), 1e-300))
-        return cp.sum_squares(cp.multiply(c * self.scale, self.theta_scaled - self.target.prior / self.scale))
+        return cp.sum_squares(cp.multiply(weights, self.theta_scaled - self.target.prior / self.scale))
 
     def _joint_terms_pull(self, rest: np.ndarray, column_norms: np.ndarray | None) -> cp.Expression:
         """The regularisers' term for parameters outside the bodies (joint friction, offset, rotor
@@ -255,32 +264,59 @@ class ConvexProgram:
 
     def _active(self, theta: np.ndarray, rel: float = 1e-6) -> list[str]:
         """Constraints (nearly) at their boundary at ``theta``."""
-        out = []
-        for label, sl in self.target.body_blocks:
-            lam = np.linalg.eigvalsh(pseudo_inertia(theta[sl]))
-            if lam[0] <= rel * lam[-1]:
-                out.append(f"{label}.J")
-        top = max(float(np.max(np.abs(theta))), 1e-300)
-        out += [self.target.names[int(i)] for i in self.target.nonnegative if theta[int(i)] <= rel * top]
-        for (i, low, high), (at_low, at_high) in zip(self.target.mass_bounds, _mass_labels(self.target),
-                                                      strict=True):
-            if theta[i] <= low * (1 + 1e-6):
-                out.append(at_low)
-            elif theta[i] >= high * (1 - 1e-6):
-                out.append(at_high)
-        for (i, com, radius), (plus, minus) in zip(self.target.com_bounds, _com_labels(self.target),
-                                                   strict=True):
-            offset = theta[i + 1:i + 4] - theta[i] * com  # m·(c − c₀)
-            reach = theta[i] * radius * (1 - 1e-6)
-            if np.any(offset >= reach):
-                out.append(plus)
-            if np.any(-offset >= reach):
-                out.append(minus)
-        for (i, centre, radius), label in zip(self.target.extent_bounds, _extent_labels(self.target),
-                                              strict=True):
-            if sphere_slack(theta[i:i + 10], centre, radius) <= 1e-6 * theta[i] * radius**2:
-                out.append(label)
-        return out
+        return near_boundary(self.target, theta, rel=rel)
+
+
+def near_boundary(target: Target, theta: np.ndarray, *, rel: float, margin: float = 0.0) -> list[str]:
+    """Labels of the consistency constraints (:class:`ConvexProgram`'s, in its order) that
+    ``theta (p,)`` violates or meets within ``rel`` of its own size: a pseudo-inertia with
+    ``λ_min − margin ≤ rel·λ_max``, a non-negative parameter ``≤ rel·max|θ|``, a mass within
+    ``rel`` (relative) of a bound, a CoM offset ``≥ (1 − rel)·m·r``, a sphere slack ``≤ rel·m r²``.
+    ``rel`` 1e-6 and ``margin`` 0: the constraints active at a solver's answer; a larger ``rel``
+    and the program's margin: whether θ is strictly inside the feasible set with room to spare."""
+    out = []
+    for label, sl in target.body_blocks:
+        lam = np.linalg.eigvalsh(pseudo_inertia(theta[sl]))
+        if lam[0] - margin <= rel * lam[-1]:
+            out.append(f"{label}.J")
+    top = max(float(np.max(np.abs(theta))), 1e-300)
+    out += [target.names[int(i)] for i in target.nonnegative if theta[int(i)] <= rel * top]
+    for (i, low, high), (at_low, at_high) in zip(target.mass_bounds, _mass_labels(target),
+                                                  strict=True):
+        if theta[i] <= low * (1 + rel):
+            out.append(at_low)
+        elif theta[i] >= high * (1 - rel):
+            out.append(at_high)
+    for (i, com, radius), (plus, minus) in zip(target.com_bounds, _com_labels(target), strict=True):
+        offset = theta[i + 1:i + 4] - theta[i] * com  # m·(c − c₀)
+        reach = theta[i] * radius * (1 - rel)
+        if np.any(offset >= reach):
+            out.append(plus)
+        if np.any(-offset >= reach):
+            out.append(minus)
+    for (i, centre, radius), label in zip(target.extent_bounds, _extent_labels(target), strict=True):
+        if sphere_slack(theta[i:i + 10], centre, radius) <= rel * theta[i] * radius**2:
+            out.append(label)
+    return out
+
+
+def tie_break_basis(target: Target, scale: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """``N (p, k)``: orthonormal basis of the null space of ``rows·diag(scale)`` (``rows (m, p)``,
+    default the base-parameter map), the directions :meth:`ConvexProgram.tie_break` pulls."""
+    matrix = target.base.matrix if rows is None else np.asarray(rows, dtype=float)
+    return scipy.linalg.null_space(matrix * scale, rcond=RANK_TOLERANCE)
+
+
+def prior_pull_weights(target: Target, scale: np.ndarray, column_norms: np.ndarray) -> np.ndarray | None:
+    """``w (p,)`` with :meth:`ConvexProgram.prior_pull` = ‖w ⊙ (θ̃ − θ̃₀)‖² in the scaled variables
+    (None for a target without plausibility bounds)."""
+    if target.plausibility is None:
+        return None
+    c = np.asarray(column_norms, dtype=float)
+    # parameters the data barely see (c below 1e-2 of the largest) are held by the prior firmly
+    # enough for the solver to place them reproducibly
+    c = np.maximum(c, 1e-2 * max(float(c.max(initial=0.0)), 1e-300))
+    return c * scale
 
 
 def _extent_labels(target: Target) -> list[str]:
@@ -340,26 +376,76 @@ def column_scale(a: np.ndarray) -> np.ndarray:
 
 def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
                           regularizer: str | None = None, weight: float = 0.0,
-                          consistent: bool = True) -> ConvexSolution:
+                          consistent: bool = True, closed_form: bool = True,
+                          precise: bool = False) -> ConvexSolution:
     """min ‖W θ − rhs‖² / ‖rhs‖² + weight·R(θ) + tie-break, subject to consistency.
 
     ``w (m, p)``, ``rhs (m,)``: regression rows (already weighted); ``regularizer`` one of
-    ``None``, ``"logdet"``, ``"pullback"``.
+    ``None``, ``"logdet"``, ``"pullback"``. Without a regulariser the optimum, when strictly
+    inside every constraint, is found by linear algebra (:func:`interior_optimum`, solver
+    :data:`CLOSED_FORM`) and the conic program is solved only otherwise (or with
+    ``closed_form=False``; ``precise``: with tight solver tolerances, see :meth:`ConvexProgram.solve`).
     """
     r, c = compress(*_normalised(w, rhs))
-    prog = ConvexProgram(target, consistent=consistent, scale=column_scale(r))
     if regularizer not in (None, "logdet", "pullback"):
         raise IdentificationError(f"unknown regulariser {regularizer!r}")
+    scale = column_scale(r)
     if regularizer is None or weight <= 0:
         # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
         x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
         rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
+        if closed_form:
+            solution = interior_optimum(target, r, c, scale, rho, consistent=consistent)
+            if solution is not None:
+                return solution
+        prog = ConvexProgram(target, consistent=consistent, scale=scale)
         return prog.solve(cp.norm(r @ prog.theta - c, 2)
                           + rho * (TIE_BREAK * prog.tie_break(r)
-                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))))
+                                   + PRIOR_WEIGHT * prog.prior_pull(np.linalg.norm(r, axis=0))),
+                          precise=precise)
+    prog = ConvexProgram(target, consistent=consistent, scale=scale)
     norms = np.linalg.norm(r, axis=0)
     reg = prog.logdet_divergence(norms) if regularizer == "logdet" else prog.pullback(norms)
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
+
+
+#: ConvexSolution.solver of an optimum found by linear algebra, strictly inside every constraint
+CLOSED_FORM = "closed form (interior optimum)"
+#: relative room to every constraint (:func:`near_boundary`'s ``rel``, beyond the consistency
+#: margin) that an unconstrained minimiser needs to count as the program's optimum: 10× the
+#: tolerance at which a solver's answer counts as active, far above the minimiser's rounding
+INTERIOR_SLACK = 1e-5
+
+
+def interior_optimum(target: Target, r: np.ndarray, c: np.ndarray, scale: np.ndarray, rho: float,
+                     *, consistent: bool = True) -> ConvexSolution | None:
+    """The optimum of least_squares_program's program without regulariser,
+    ``min ‖r θ − c‖ + ρ·(TIE_BREAK·tie-break + PRIOR_WEIGHT·prior pull)`` in the scaled
+    variables ``θ = scale ⊙ θ̃`` (``r (m, p)``, ``c (m,)``, ``scale (p,)``), when the objective's
+    unconstrained minimiser (:func:`~sysid_ros.core.batch.interior.unconstrained_minimiser`) is
+    strictly inside every constraint (:func:`near_boundary` with :data:`INTERIOR_SLACK` and the
+    consistency margin): then it is the program's optimum (convexity, KKT with zero multipliers).
+    None otherwise."""
+    from sysid_ros.core.batch.interior import unconstrained_minimiser
+
+    start = time.perf_counter()
+    a = r * scale
+    null = tie_break_basis(target, scale, r)
+    weights = prior_pull_weights(target, scale, np.linalg.norm(r, axis=0))
+    # ‖L d‖² = TIE_BREAK·‖Nᵀd‖² + PRIOR_WEIGHT·‖w ⊙ d‖²
+    l_root = np.sqrt(TIE_BREAK) * null.T
+    if weights is not None:
+        l_root = np.vstack([l_root, np.sqrt(PRIOR_WEIGHT) * np.diag(weights)])
+    candidate = unconstrained_minimiser(a, c, target.prior / scale, rho, l_root, null)
+    if candidate is None:
+        return None
+    theta = scale * candidate.theta_scaled
+    near = near_boundary(target, theta, rel=INTERIOR_SLACK, margin=CONSISTENCY_MARGIN) if consistent else []
+    if near:
+        log.debug("unconstrained minimiser not strictly inside %s: solving the program", near)
+        return None
+    return ConvexSolution(theta, "optimal", CLOSED_FORM, time.perf_counter() - start,
+                          candidate.objective)
 
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,

@@ -533,6 +533,9 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         result = replace(result, solver=replace(
             result.solver, status=solution.status if solution.status != "optimal" else result.solver.status,
             binding_constraints=tuple(solution.binding())))
+        fit = {"solver": solution.solver, "status": solution.status, "solve_time_s": solution.solve_time}
+        result = replace(result, diagnostics=replace(
+            result.diagnostics, extra=result.diagnostics.extra | {"exported_fit": fit}))
     result = _with_constraint_cost(result, prep)
     if sigmoid_searched(prep.target):
         result = with_sigmoid_report(result, prep)

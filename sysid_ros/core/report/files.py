@@ -117,6 +117,11 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
                          f"distance {'n/a' if distance is None else format(distance, '.3g')}; it broke "
                          f"{projection['violated_by_raw_estimate']}; moved "
                          f"{sorted(projection['moved'])}")
+        exported_fit = d.extra.get("exported_fit")  # a base-parameter method's consistent fit
+        solver, status = ((exported_fit["solver"], exported_fit["status"]) if exported_fit
+                          else (result.solver.solver, result.solver.status))
+        if exported_fit or solver.startswith("closed form"):
+            lines.append(f"exported parameters' fit: {solver}, {status}")
         cost = d.extra.get("plausibility")
         if cost and cost.get("torque_rms"):
             rms = cost["torque_rms"]
