@@ -110,3 +110,18 @@ def test_cli_fixed_stribeck_velocity(recording, tmp_path):
     for joint, fs in FS_TRUE.items():  # at the true q̇s: as close as the search's
         assert doc["base_parameters"][f"{joint}.Fs"]["value"] == pytest.approx(fs, rel=0.10)
     assert 'name="stribeck:j1"' in (out / "identified.xml").read_text()
+
+
+def test_online_replay_reports_the_stribeck_velocity_it_ran_with(recording, tmp_path):
+    """An online replay (`--method rls_logdet`) with Stribeck terms says in result.json which q̇s
+    its rows used, as the batch methods do."""
+    bag = write_bag(tmp_path / "bag", dataset_topics(recording), truth=recording.truth)
+    model = tmp_path / "arm.xml"
+    model.write_text(ARM)
+    out = tmp_path / "out"
+    code = sysid(["identify", str(bag), "--model", str(model), "--friction", "coulomb,viscous,stribeck",
+                  "--armature", "--stribeck-velocity", "0.08", "--method", "rls_logdet", "--out", str(out),
+                  "--no-plots"])
+    assert code == 0
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["diagnostics"]["stribeck"] == {"velocity": 0.08, "searched": None}

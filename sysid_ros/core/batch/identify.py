@@ -523,9 +523,6 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         warnings.append(line)
     data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
-    if stribeck_searched(prep.target):
-        extra |= {"stribeck": prep.stribeck or {"velocity": prep.target.model.stribeck_velocity,
-                                                "searched": None}}
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
         solution = _plausible_fit(prep)
@@ -536,11 +533,22 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         fit = {"solver": solution.solver, "status": solution.status, "solve_time_s": solution.solve_time}
         result = replace(result, diagnostics=replace(
             result.diagnostics, extra=result.diagnostics.extra | {"exported_fit": fit}))
-    result = _with_constraint_cost(result, prep)
-    if sigmoid_searched(prep.target):
-        result = with_sigmoid_report(result, prep)
+    result = with_friction_shape_reports(_with_constraint_cost(result, prep), prep)
     result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
+    return result
+
+
+def with_friction_shape_reports(result: IdentificationResult, prep: Prepared) -> IdentificationResult:
+    """``result`` with the shapes of the nonlinear friction it was identified with, batch or
+    online: ``diagnostics.extra["stribeck"]`` (the q̇s search, or the model's q̇s) and
+    ``["sigmoid"]`` (:func:`with_sigmoid_report`)."""
+    if stribeck_searched(prep.target):
+        doc = prep.stribeck or {"velocity": prep.target.model.stribeck_velocity, "searched": None}
+        result = replace(result, diagnostics=replace(result.diagnostics,
+                                                     extra=result.diagnostics.extra | {"stribeck": doc}))
+    if sigmoid_searched(prep.target):
+        result = with_sigmoid_report(result, prep)
     return result
 
 
@@ -672,8 +680,7 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
         from sysid_ros.core.online.projection import PROJECTED as PROJECTED_ESTIMATE
 
         result = replace(result, parameters_from=PROJECTED_ESTIMATE)
-    if sigmoid_searched(prep.target):
-        result = with_sigmoid_report(result, prep)
+    result = with_friction_shape_reports(result, prep)
     return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
 
 
