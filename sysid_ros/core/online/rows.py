@@ -181,19 +181,17 @@ class IntegrationScheme:
 
     def __init__(self) -> None:
         self.squares = np.zeros(2)  # [Euler, trapezoidal] residual sums of squares
-        self._last: tuple[float, np.ndarray, np.ndarray] | None = None
 
-    def restart(self) -> None:
-        """Forget the previous sample (a gap: no difference across it); the sums stay."""
-        self._last = None
-
-    def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
-        """``(K,)`` bool: whether, with samples up to each one, Euler fits better than trapezoidal."""
+    def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray,
+                   previous: tuple[float, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """``(K,)`` bool: whether, with samples up to each one, Euler fits better than trapezoidal.
+        ``previous``: the ``(t, q, q̇)`` sample before these (None after a gap: no difference
+        across it; the sums stay)."""
         t, q, dq = np.asarray(t, dtype=float), np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
         if q.shape != dq.shape or not len(t):
             return np.zeros(len(t), dtype=bool)
-        if self._last is not None:
-            t0, q0, dq0 = self._last
+        if previous is not None:
+            t0, q0, dq0 = previous
             tt, qq, vv = np.r_[t0, t], np.vstack((q0, q)), np.vstack((dq0, dq))
         else:
             tt, qq, vv = t, q, dq
@@ -205,7 +203,6 @@ class IntegrationScheme:
         steps = np.c_[np.r_[np.zeros(pad), euler], np.r_[np.zeros(pad), trap]]
         sums = self.squares + np.cumsum(steps, axis=0)
         self.squares = sums[-1].copy()
-        self._last = (float(t[-1]), q[-1].copy(), dq[-1].copy())
         return sums[:, 0] < sums[:, 1]
 
 
@@ -263,7 +260,6 @@ class MomentumRows:
         """Start a new window at the next sample (after a gap in the data)."""
         self._w = None
         self._last = None
-        self._scheme.restart()
 
     def _terms(self, q, dq):
         """(Yp, rate, known momentum, known rate) of one or many samples."""
@@ -303,7 +299,8 @@ class MomentumRows:
         """Rows of ``K`` samples (batched regressors, then the windows in order)."""
         t, q, dq = np.asarray(t, dtype=float), np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
         tau = np.asarray(tau, dtype=float)
-        starts, schemes = self._schemes(t, self._scheme.push_batch(t, q, dq))
+        previous = None if self._last is None else self._last[:3]
+        starts, schemes = self._schemes(t, self._scheme.push_batch(t, q, dq, previous))
         trap = [k for k, s in enumerate(schemes) if s == "trapezoidal"]
         # a trapezoidal window's first sample: its momentum too (the previous batch's last: below)
         firsts = [k - 1 for k in trap if k >= 1 and starts[k - 1]]
@@ -346,11 +343,11 @@ class MomentumRows:
     def _euler_steps(self, t, q, dq, tau, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """``h·Y(qₖ, q̇ₖ, Δq̇ₖ/h)`` and ``h·(τₖ − τ_known)`` of the steps into samples ``idx``
         (sample ``k − 1`` is the previous batch's last when ``k`` is 0)."""
-        prev = [self._last] if self._last is not None else [(np.nan, q[0], dq[0], tau[0])]
-        tp = np.r_[prev[0][0], t[:-1]][idx]
-        qp = np.vstack((prev[0][1], q[:-1]))[idx]
-        dqp = np.vstack((prev[0][2], dq[:-1]))[idx]
-        taup = np.vstack((prev[0][3], tau[:-1]))[idx]
+        t0, q0, dq0, tau0 = self._last or (np.nan, q[0], dq[0], tau[0])  # k = 0 is a start then
+        tp = np.r_[t0, t[:-1]][idx]
+        qp = np.vstack((q0, q[:-1]))[idx]
+        dqp = np.vstack((dq0, dq[:-1]))[idx]
+        taup = np.vstack((tau0, tau[:-1]))[idx]
         h = (t[idx] - tp)[:, None]
         y, rhs = self._force.rows_of(qp, dqp, (dq[idx] - dqp) / h, taup)
         return h[:, :, None] * y, h * rhs
