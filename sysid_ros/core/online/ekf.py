@@ -109,6 +109,7 @@ class AugmentedEKF:
         self._jacobian_age = 0.0
         self.samples = 0
         self.mass_steps_cut = 0  # halvings of corrections whose β made M(q) indefinite
+        self._mass_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (q, Y_M, M_known)
         self.innovation = np.full(2 * self.n, np.nan)
 
     # ------------------------------------------------------------------ parameters out
@@ -178,22 +179,16 @@ class AugmentedEKF:
         n, x, cov = self.n, self.x, self.covariance
         q, v, beta = x[:n], x[n:2 * n], x[2 * n:]
         eye = np.eye(n)
-        # one batched regressor call: (q, q̇, 0), (q, 0, 0), (q, 0, e_j): c, gravity and M's columns
-        # (τ is linear in q̈, so M e_j = τ(q, 0, e_j) − τ(q, 0, 0))
-        qs = np.tile(q, (n + 2, 1))
-        vs = np.zeros((n + 2, n))
-        vs[0] = v
-        accs = np.vstack((np.zeros((2, n)), eye))
-        y, known = self.target.regressor(qs, vs, accs)
-        y = y[..., self._indep]
-        y_m = y[2:] - y[1]  # (n, n, r): Y_M with its column index first
-        mass = _symmetric_mass(y_m, beta, known[2:] - known[1])
+        y_m, known_m = self._mass_terms(q)
+        y_c, known_c = self.target.regressor(q[None], v[None], np.zeros((1, n)))  # c(q, q̇)
+        y_c, known_c = y_c[0][..., self._indep], known_c[0]
+        mass = _symmetric_mass(y_m, beta, known_m)
         if not _positive_definite(mass):
             raise DataError("the mass matrix of the current estimate is not positive definite: "
                             "sample rejected")
         m_inv = np.linalg.inv(mass)
-        a0 = m_inv @ (tau - y[0] @ beta - known[0])
-        y_full = y[0] + np.einsum("jir,j->ir", y_m, a0)  # Y(q, q̇, q̈) in β
+        a0 = m_inv @ (tau - y_c @ beta - known_c)
+        y_full = y_c + np.einsum("jir,j->ir", y_m, a0)  # Y(q, q̇, q̈) in β
         j_b = -m_inv @ y_full  # (n, r) = ∂q̈/∂β
         if self._jacobian is None or self._jacobian_age >= STATE_JACOBIAN_PERIOD:
             self._jacobian, self._jacobian_age = self._state_jacobian(q, v, a0, beta, m_inv), 0.0
@@ -213,9 +208,24 @@ class AugmentedEKF:
         v1 = v + h * a0
         x_pred = np.r_[q + h * v1, v1, beta]
         cov_pred = f @ cov @ f.T + process
-        torque = y[0] + np.einsum("jir,j->ir", y_m, ddq_meas)
-        res = tau - torque @ beta - known[0] - (known[2:] - known[1]).T @ ddq_meas
+        torque = y_c + np.einsum("jir,j->ir", y_m, ddq_meas)
+        res = tau - torque @ beta - known_c - known_m.T @ ddq_meas
         return x_pred, 0.5 * (cov_pred + cov_pred.T), float(res @ res)
+
+    def _mass_terms(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y_M (n, n, r)`` with its column index first, ``M_known (n, n))`` at ``q``: one
+        batched call at ``(q, 0, 0)`` and ``(q, 0, e_j)`` (τ is linear in q̈, so
+        ``M e_j = τ(q, 0, e_j) − τ(q, 0, 0)``). Kept for the ``q`` it was computed at: the guard
+        after a correction and the next prediction are at the same ``q``."""
+        cached = self._mass_cache
+        if cached is not None and np.array_equal(cached[0], q):
+            return cached[1], cached[2]
+        n = self.n
+        accs = np.vstack((np.zeros((1, n)), np.eye(n)))
+        y, known = self.target.regressor(np.tile(q, (n + 1, 1)), np.zeros((n + 1, n)), accs)
+        y = y[..., self._indep]
+        self._mass_cache = (q.copy(), y[1:] - y[0], known[1:] - known[0])
+        return self._mass_cache[1], self._mass_cache[2]
 
     def _within_positive_mass(self, q: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
         """``after`` if the mass matrix at ``q`` is positive definite with it, else the largest
@@ -223,13 +233,7 @@ class AugmentedEKF:
         none of 30 halvings does). A correction that overshoots — the linearised update of a
         filter far from its parameters' truth — would otherwise leave a β whose M(q) is
         indefinite, and every later prediction would be refused (the filter stuck there)."""
-        n = self.n
-        qs = np.tile(q, (n + 1, 1))
-        accs = np.vstack((np.zeros((1, n)), np.eye(n)))
-        y, known = self.target.regressor(qs, np.zeros((n + 1, n)), accs)
-        y = y[..., self._indep]
-        y_m = y[1:] - y[0]
-        known_m = known[1:] - known[0]
+        y_m, known_m = self._mass_terms(q)
         step = after - before
         for _ in range(30):
             if _positive_definite(_symmetric_mass(y_m, before + step, known_m)):
