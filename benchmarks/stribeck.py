@@ -18,6 +18,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "test"))  # the test oracles the arm's test module uses
 sys.path.insert(0, str(ROOT / "test" / "unit"))
 
 from test_stribeck import ARM, FS_TRUE, QS_TRUE  # noqa: E402

@@ -19,11 +19,11 @@ import json
 
 import numpy as np
 import pytest
+from oracles.friction_fits import fits_by_terms
 from oracles.sigmoid_arm import PHI_TRUE, SIGMOID_ARM
 
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
-from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
 from sysid_ros.core.batch.multi_run import prepare_runs
 from sysid_ros.core.data.bag import dataset_topics, write_bag
 from sysid_ros.core.data.preprocessing import Preprocessing
@@ -49,12 +49,8 @@ def recording():
 
 @pytest.fixture(scope="module")
 def fits(recording):
-    out = {}
-    for label, terms in (("sigmoid", TERMS), ("without", ("Fv", "Ia")), ("coulomb", ("Fc", "Fv", "Ia"))):
-        prep = prepare(recording, arm_target(RobotModel.from_xml_string(ARM, joint_terms=terms)),
-                       Preprocessing())
-        out[label] = (prep, run_method(prep, IdentifyOptions(method="ols")))
-    return out
+    return fits_by_terms(ARM, recording, (("sigmoid", TERMS), ("without", ("Fv", "Ia")),
+                                          ("coulomb", ("Fc", "Fv", "Ia"))))
 
 
 def test_model_reads_the_sigmoid_numerics():

@@ -14,16 +14,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from oracles.friction_fits import fits_by_terms
 from oracles.three_link_arm import three_link_arm
 
 from sysid_ros.cli import main as sysid
 from sysid_ros.core import RobotModel
-from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
 from sysid_ros.core.data.bag import dataset_topics, write_bag
-from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.robot import joint_terms
-from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
 FS_TRUE = {"j1": 0.6, "j2": 0.5, "j3": 0.3}
@@ -44,12 +42,7 @@ def recording():
 
 @pytest.fixture(scope="module")
 def fits(recording):
-    out = {}
-    for label, terms in (("stribeck", TERMS), ("without", ("Fc", "Fv", "Ia"))):
-        prep = prepare(recording, arm_target(RobotModel.from_xml_string(ARM, joint_terms=terms)),
-                       Preprocessing())
-        out[label] = (prep, run_method(prep, IdentifyOptions(method="ols")))
-    return out
+    return fits_by_terms(ARM, recording, (("stribeck", TERMS), ("without", ("Fc", "Fv", "Ia"))))
 
 
 def test_model_reads_the_stribeck_numerics():
