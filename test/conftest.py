@@ -18,7 +18,10 @@ DEFAULT_ROBOT = ROOT / "config" / "robots" / "yam_damiao.xml"
 ROBOT_FILES = sorted(TEST_ROBOTS.glob("*.xml"))
 
 # Domain ids 1..100 stay inside the default port range; spread concurrent pytest processes apart.
-_domains = itertools.count(1 + (os.getpid() % 50) * 2)
+# SYSID_TEST_DOMAINS=LO-HI keeps this session's tests inside that range (parallel checkouts).
+_range = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
+_lo, _hi = (int(v) for v in _range.split("-")) if _range else (1, 100)
+_domains = itertools.cycle(range(_lo, _hi + 1)) if _range else itertools.count(1 + (os.getpid() % 50) * 2)
 
 
 def pytest_sessionstart(session) -> None:
@@ -32,7 +35,7 @@ def pytest_sessionstart(session) -> None:
 @pytest.fixture
 def ros_domain_id() -> int:
     """A DDS domain id of this test alone (use it for every context the test creates)."""
-    return 1 + (next(_domains) - 1) % 100
+    return next(_domains) if _range else 1 + (next(_domains) - 1) % 100
 
 
 def stop_process(proc) -> str:
