@@ -6,6 +6,14 @@ dropped cycles, the logged effort is a motor current, some joints only ever turn
 model file carries joint terms (armature, damping) that are guesses. :func:`vendor_log` makes such
 a log from a MuJoCo simulation of a *true* robot that differs from the model, so that every step
 of the pipeline can be checked against the truth.
+
+What real logs of commercial arms add (issue 22), each a field of :class:`VendorStyle`: links whose
+CAD inertia is 30 % off (``cad_off``), joints the excitation barely moves so that the masses beyond
+them cannot be told apart (``amplitude``), per-joint drive gains (``torque_per_amp``), a logger
+clock read with jitter at the real rate (``stamp_jitter``), dropped cycles (``dropped``) and one
+longer gap (``gaps``, e.g. 8.54 ms). :data:`REAL_LIKE_7DOF` is such a log of a 7-DOF arm at 1 kHz.
+A held-out log of the *same* robot along another motion: the same ``seed``, another
+``motion_seed``.
 """
 
 from __future__ import annotations
@@ -20,12 +28,17 @@ from sysid_ros.core.data.dataset import CommandLog, Dataset
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory
 from sysid_ros.core.excitation.plan import Limits
-from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
+from sysid_ros.core.model.robot import (
+    JOINT_FIELDS,
+    RobotModel,
+    body_params_from_inertial,
+    inertial_from_body_params,
+)
 from sysid_ros.core.sim.plant import SensorModel
 from sysid_ros.core.sim.simulation import default_gains, simulate_mit
 from sysid_ros.core.sim.synthetic import randomize
 
-__all__ = ["OneWayTrajectory", "VendorStyle", "vendor_log"]
+__all__ = ["REAL_LIKE_7DOF", "OneWayTrajectory", "VendorStyle", "vendor_log"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,15 @@ class VendorStyle:
     one way only, at ``one_way_speed`` [rad/s] on average. ``parameter_error``: the true inertial
     parameters and armature differ from the model's by up to this ratio (``synthetic.randomize``).
     ``noise``: measurement noise.
+
+    ``cad_off``: bodies whose true mass and inertia (about the CoM) are ``1 + cad_off_ratio`` times
+    what the randomised truth would have (the CAD model of those links is that far off; applied
+    after ``parameter_error``). ``amplitude``: per joint (or one) factor on the excitation's
+    Fourier coefficients (0: the joint holds its start position; small: the masses beyond it are
+    barely separable). ``stamp_jitter`` [s]: standard deviation of the logged stamps around the
+    true sampling instants (the logger reads its clock late or early; stamps stay increasing).
+    ``gaps``: ``(time [s], length [s])`` spans with no sample (a logger stall): the samples
+    stamped strictly inside ``(time, time + length)`` are left out.
     """
 
     periods: tuple[float, ...] = (0.010, 0.012)
@@ -61,6 +83,25 @@ class VendorStyle:
     parameter_error: float = 0.2
     physics_step: float = 0.0005
     noise: SensorModel = field(default_factory=SensorModel)
+    cad_off: tuple[str, ...] = ()
+    cad_off_ratio: float = 0.3
+    amplitude: float | tuple[float, ...] = 1.0
+    stamp_jitter: float = 0.0
+    gaps: tuple[tuple[float, float], ...] = ()
+
+
+#: a 7-DOF arm's controller log at 1 kHz as the issue-22 logs look (use with test/robots/panda.xml
+#: or gen3.xml): drive gains per joint (currents logged), the logger's clock jittered by 40 µs, 6
+#: dropped cycles and one 8 ms stall after 4.965 s, the upper arm's and the forearm's CAD
+#: inertia 30 % off, the last wrist joint barely moved (its masses not separable), joint friction
+#: and sensing offsets the model file does not have, current noise.
+REAL_LIKE_7DOF = VendorStyle(
+    periods=(0.001,), dropped=6, torque_per_amp=(11.0, 11.0, 9.0, 9.0, 4.5, 4.5, 4.0),
+    offset=(0.4, -0.3, 0.2, 0.3, -0.1, 0.1, 0.05), coulomb=(0.6, 0.5, 0.45, 0.4, 0.25, 0.3, 0.2),
+    viscous=(0.6, 0.5, 0.45, 0.4, 0.15, 0.15, 0.1), position_gain=5.0, parameter_error=0.1,
+    physics_step=0.0005, noise=SensorModel(0.0, 0.002, 0.05, 0.0, 7),
+    cad_off=("link2", "link4"), cad_off_ratio=0.3, amplitude=(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.08),
+    stamp_jitter=4e-5, gaps=((4.9651, 0.0075),))
 
 
 @dataclass(frozen=True)
@@ -98,8 +139,44 @@ def _per_joint(value: float | tuple[float, ...], n: int, name: str) -> np.ndarra
     return np.array(out)
 
 
+def _cad_off(full: RobotModel, theta: np.ndarray, bodies: tuple[str, ...], ratio: float) -> np.ndarray:
+    """``theta`` with the mass and the inertia about the CoM of ``bodies`` scaled by 1 + ``ratio``
+    (CoM kept)."""
+    out = theta.copy()
+    known = [full.body_name(b) for b in full.param_bodies]
+    unknown = [b for b in bodies if b not in known]
+    if unknown:
+        raise SysIdError(f"cad_off bodies {unknown} are not bodies of the model ({known})")
+    if not (np.isfinite(ratio) and ratio > -1):
+        raise SysIdError(f"cad_off_ratio must be a finite number > -1, got {ratio}")
+    for name in bodies:
+        sl = full.body_slice(full.body_id(name))
+        mass, com, inertia = inertial_from_body_params(out[sl])
+        out[sl] = body_params_from_inertial(mass * (1 + ratio), com, inertia * (1 + ratio))
+    return out
+
+
+def _stamps(t: np.ndarray, style: VendorStyle, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``(kept (k,), stamps (k,))``: which sampling instants ``t`` survive ``style.gaps`` and the
+    stamps logged for them (jittered by ``style.stamp_jitter``, kept increasing)."""
+    keep = np.ones(len(t), dtype=bool)
+    for start, length in style.gaps:
+        if not (np.isfinite(start) and np.isfinite(length) and length > 0):
+            raise SysIdError(f"a gap is (time [s], length > 0 [s]), got {(start, length)}")
+        keep &= ~((t > start) & (t < start + length))
+    kept = np.flatnonzero(keep)
+    stamps = t[kept].copy()
+    if style.stamp_jitter > 0:
+        if not np.isfinite(style.stamp_jitter):
+            raise SysIdError(f"stamp_jitter must be a finite number >= 0 s, got {style.stamp_jitter}")
+        # at most 40 % of the shortest period either way: the stamps stay in order
+        bound = 0.4 * float(np.min(np.diff(t))) if len(t) > 1 else 0.0
+        stamps = stamps + np.clip(rng.normal(0.0, style.stamp_jitter, len(stamps)), -bound, bound)
+    return kept, stamps
+
+
 def vendor_log(model: RobotModel, style: VendorStyle, *, duration: float = 20.0, seed: int = 0,
-               clean: bool = False) -> Dataset:
+               clean: bool = False, motion_seed: int | None = None) -> Dataset:
     """Simulate a vendor-style log of the arm ``model`` (hinge joints, fixed base).
 
     The true robot is ``model`` with its inertials and armature randomised by
@@ -111,6 +188,8 @@ def vendor_log(model: RobotModel, style: VendorStyle, *, duration: float = 20.0,
 
     ``clean=True``: the same run logged as a bridge would: every physics step, torque in N·m
     (the offset stays: it is the robot's), the reference for "within 10 % of the clean log".
+    ``motion_seed``: the excitation's seed (default ``seed``, which also draws the true robot): a
+    held-out log of the same robot is ``vendor_log(model, style, seed=s, motion_seed=other)``.
     """
     if model.nq != model.nv:
         raise SysIdError("vendor logs are simulated for fixed-base arms of hinge/slide joints")
@@ -119,6 +198,7 @@ def vendor_log(model: RobotModel, style: VendorStyle, *, duration: float = 20.0,
     rng = np.random.default_rng(seed)
     full = RobotModel(model.mj, joint_terms=JOINT_FIELDS, source=model.source)
     theta = randomize(full, full.nominal, style.parameter_error, rng)
+    theta = _cad_off(full, theta, style.cad_off, style.cad_off_ratio)
     terms = {"Fc": _per_joint(style.coulomb, n, "coulomb"), "Fv": _per_joint(style.viscous, n, "viscous"),
              "Fo": _per_joint(style.offset, n, "offset")}
     for term, values in terms.items():
@@ -131,7 +211,9 @@ def vendor_log(model: RobotModel, style: VendorStyle, *, duration: float = 20.0,
     if not style.periods or min(steps) < 1 or any(abs(s * dt - p) > 1e-9 for s, p in zip(steps, style.periods,
                                                                                           strict=True)):
         raise SysIdError(f"the stamp periods {style.periods} must be multiples of the physics step {dt} s")
-    base = FourierTrajectory.random(Limits.of(model), harmonics=5, period=10.0, seed=seed)
+    base = FourierTrajectory.random(Limits.of(model), harmonics=5, period=10.0,
+                                    seed=seed if motion_seed is None else motion_seed)
+    base = base.scaled(_per_joint(style.amplitude, n, "amplitude"))
     unknown = [j for j in style.one_way if j not in names]
     if unknown:
         raise SysIdError(f"one-way joints {unknown} are not joints of the model ({list(names)})")
@@ -158,21 +240,30 @@ def vendor_log(model: RobotModel, style: VendorStyle, *, duration: float = 20.0,
         if np.any(gain == 0):
             raise SysIdError("torque_per_amp must be non-zero for every joint")
         logged_tau = (rec.tau + terms["Fo"]) / gain
+    kept, stamps = _stamps(rec.t[index], VendorStyle() if clean else style,
+                           np.random.default_rng([seed, 22]))
+    index = index[kept]
     # the simulated torque is the applied motor torque; the true model's Fo is a sensing offset
     # (in both logs: it belongs to the robot, not to the logger)
-    command = CommandLog(rec.t[index], rec.q_ref[index], rec.dq_ref[index], rec.tau_ff[index],
+    command = CommandLog(stamps, rec.q_ref[index], rec.dq_ref[index], rec.tau_ff[index],
                          np.full((len(index), n), np.nan), np.full((len(index), n), np.nan))
     log_doc = {"periods": list(style.periods), "dropped": int(style.dropped), "clean": clean,
                "velocity_gain": np.asarray(kv, dtype=float).tolist(),
                "position_gain": float(style.position_gain),
                "torque_per_amp": None if clean else _per_joint(style.torque_per_amp, n, "").tolist(),
-               "one_way": list(style.one_way)}
+               "one_way": list(style.one_way), "cad_off": list(style.cad_off),
+               "cad_off_ratio": float(style.cad_off_ratio),
+               "amplitude": _per_joint(style.amplitude, n, "amplitude").tolist(),
+               "stamp_jitter": 0.0 if clean else float(style.stamp_jitter),
+               "gaps": [] if clean else [list(map(float, g)) for g in style.gaps],
+               "motion_seed": seed if motion_seed is None else motion_seed}
     truth = {"model": model.source, "parameters": full.as_dict(theta), "log": log_doc,
              "seed": seed, "duration": duration}
     tau_true = rec.tau[index] + terms["Fo"]
     q_true = rec.q_true if rec.q_true is not None else rec.q
     dq_true = rec.dq_true if rec.dq_true is not None else rec.dq
-    return Dataset(rec.t[index], names, rec.q[index], rec.dq[index], logged_tau[index],
+    return Dataset(stamps, names, rec.q[index], rec.dq[index], logged_tau[index],
                    source=f"vendor-style log of {Path(model.source or 'model').name}", command=command,
                    truth=truth, meta={"q_true": q_true[index], "dq_true": dq_true[index],
-                                      "ddq_true": rec.ddq[index], "tau_true": tau_true})
+                                      "ddq_true": rec.ddq[index], "tau_true": tau_true,
+                                      "t_true": rec.t[index]})
