@@ -232,7 +232,8 @@ def _identify_blas(args: argparse.Namespace) -> int:
                               regularization=args.regularization, max_samples=args.max_samples,
                               progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr),
                               stribeck_velocity=args.stribeck_velocity,
-                              sigmoid_shape=_sigmoid_shape(args.sigmoid_shape))
+                              sigmoid_shape=_sigmoid_shape(args.sigmoid_shape),
+                              drop_outliers=args.drop_outliers)
     if len(args.data) > 1 or args.payloads or args.drive_gains:
         return _identify_runs(args, model, target, settings, options)
     ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
@@ -652,6 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
                    help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
                    "methods cut them at each segment's start and end, the online ones skip them)")
+    p.add_argument("--drop-outliers", action="store_true",
+                   help="leave out the regression rows whose torque residual is beyond 8 robust σ "
+                   "(1.4826·MAD) of a least-squares fit; they are reported either way (default: kept)")
     _add_online_options(p)
     p.add_argument("--joint-states-topic", default="/joint_states")
     p.add_argument("--command-topic", default="/motor_command")

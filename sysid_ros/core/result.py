@@ -211,6 +211,17 @@ class IdentificationResult:
         """The exported parameters are physically consistent (False without them)."""
         return self.consistency is not None and self.consistency.consistent
 
+    def non_finite(self) -> list[str]:
+        """Names of the figures that are not finite: base parameters, exported parameters, the
+        fit's relative error. A result with any is no answer (callers refuse it)."""
+        bad = [n for n, v in zip(self.base.names, self.beta, strict=True) if not math.isfinite(v)]
+        if self.parameters is not None:
+            bad += [n for n, v in zip(self.parameters.names, self.parameters.values, strict=True)
+                    if not math.isfinite(v)]
+        if self.diagnostics.n_rows and not math.isfinite(self.diagnostics.relative_error):
+            bad.append("relative error")
+        return bad
+
     def as_dict(self) -> dict[str, Any]:
         diagnostics = self.diagnostics.as_dict() | self.solver.as_dict()
         if self.consistency is not None:

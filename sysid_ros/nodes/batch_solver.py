@@ -209,7 +209,7 @@ class BatchSolverNode(Node):
         """Solve (in the worker thread); every outcome lands in ``response``."""
         start = time.perf_counter()
         try:
-            self._current = f"{request.method or 'ols'} on {request.bag_path!r}"
+            self._current = f"{request.method or '(no method)'} on {request.bag_path!r}"
             self._solve(request, response)
         except SysIdError as exc:
             response.success = False
@@ -225,7 +225,9 @@ class BatchSolverNode(Node):
             self._busy.release()
 
     def _solve(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
-        method = request.method or "ols"
+        method = request.method
+        if not method:
+            raise SysIdError(f"method is empty: expected one of {list(METHODS)} (there is no default)")
         check_method(method)
         bags = []
         for given in request.bag_path.split(","):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
+from sysid_ros.core.batch import outliers
 from sysid_ros.core.batch.iv import converged, iv_covariance, iv_step, regressor_rank
 from sysid_ros.core.batch.least_squares import (
     coulomb_rows,
@@ -94,6 +95,8 @@ class IdentifyOptions:
     #: (φ2 [s/rad], φ3 [rad/s]) of every joint's sigmoid friction ``Fsig``; None: found by a
     #: search per joint (:func:`settle_sigmoid`)
     sigmoid_shape: tuple[float, float] | None = None
+    #: leave out the rows :mod:`~sysid_ros.core.batch.outliers` flags (they are reported either way)
+    drop_outliers: bool = False
 
     def __post_init__(self) -> None:
         if not self.max_samples >= MIN_SDP_SAMPLES:
@@ -513,6 +516,13 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         f"segment{'s' if n_seg != 1 else ''}), {int(prep.mask.sum())} regression rows, "
         f"method {options.method}")
     warnings = friction_warnings(prep) + separability_warnings(prep)
+    found = outliers.detect(prep.target.base.columns(prep.x), prep.y, prep.mask, prep.t)
+    if found.count:
+        fate = ("left out (--drop-outliers)" if options.drop_outliers
+                else "kept (--drop-outliers leaves them out)")
+        warnings.append(f"{found.describe(prep.dataset.joint_names)}; {fate}")
+        if options.drop_outliers:
+            prep = replace(prep, mask=prep.mask & ~found.rows)
     for line in warnings:
         log.warning("%s", line)
         say(f"warning: {line}")
@@ -522,6 +532,7 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         say(f"warning: {line}")
         warnings.append(line)
     data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
+    data["outliers"] = found.as_dict(prep.dataset.joint_names) | {"dropped": bool(options.drop_outliers)}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     if result.parameters is None:  # base-parameter method: export a consistent θ reproducing β
@@ -535,6 +546,10 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
             result.diagnostics, extra=result.diagnostics.extra | {"exported_fit": fit}))
     result = with_friction_shape_reports(_with_constraint_cost(result, prep), prep)
     result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
+    bad = result.non_finite()
+    if bad:
+        raise IdentificationError(f"{options.method} gave non-finite figures ({', '.join(bad[:5])}"
+                                  f"{', ...' if len(bad) > 5 else ''}): no estimate")
     log.info("%s done in %.2f s", options.method, time.perf_counter() - start)
     return result
 
@@ -681,7 +696,26 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
 
         result = replace(result, parameters_from=PROJECTED_ESTIMATE)
     result = with_friction_shape_reports(result, prep)
+    warning = online_fit_warning(result.diagnostics.relative_error, prep)
+    if warning:
+        log.warning("%s", warning)
+        warnings = [*result.diagnostics.extra.get("warnings", []), warning]
+        extra = result.diagnostics.extra | {"warnings": warnings}
+        result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
+
+
+def online_fit_warning(relative_error: float, prep: Prepared, *, factor: float = 2.0,
+                       margin: float = 1.0) -> str | None:
+    """A warning when an online estimate's torque error on the prepared rows, ``relative_error``
+    [%], exceeds ``factor`` × that of an ordinary least-squares fit of the same rows + ``margin``
+    [percentage points]: the estimate ended far from what the data determine; None otherwise."""
+    fit = ols(prep.x, prep.y, prep.target.base, mask=prep.mask).diagnostics.relative_error
+    if not relative_error > factor * fit + margin:
+        return None
+    return (f"the online estimate's torque error on this data, {relative_error:.3g} %, is far from a "
+            f"least-squares fit of the same data, {fit:.3g} %: it has not converged to what the data "
+            "determine (a longer run, more excitation, other tuning, or a batch method)")
 
 
 def _pc_ls(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:

@@ -36,9 +36,11 @@ from typing import Any, Literal
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.rosbag2.errors import ReaderError
+from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sysid_ros.core.data import mcap_crc
 from sysid_ros.core.data.cdr import read_joint_arrays
 from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
@@ -182,6 +184,7 @@ def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage
                     writer.write(conn, int(ns), store.serialize_cdr(msg, td.msgtype))
             if truth is not None:
                 writer.set_custom_data("sysid_ros.truth", TRUTH_FILE)
+        mcap_crc.seal_bag(tmp_bag)
         if truth is not None:
             (tmp_bag / TRUTH_FILE).write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
         if path.exists():
@@ -233,6 +236,7 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
                             f"`sysid bag recover {path}`")
         raise DataError(f"expected a rosbag2 bag directory, got {str(path)!r} (not found)")
     store = typestore()
+    mcap_crc.verify_bag(path)
     try:
         with Reader(path) as reader:
             topics = {c.topic: c for c in reader.connections}
@@ -257,6 +261,10 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
                                          states["names"], states["t0_ns"], path, command_topic)
     except (ReaderError, FileNotFoundError) as exc:
         raise DataError(f"{path}: not a readable rosbag2 bag ({exc})") from exc
+    except (SerdeError, OverflowError, ValueError, KeyError, IndexError, struct.error,
+            UnicodeDecodeError) as exc:  # a file without CRCs whose bytes are corrupt
+        raise DataError(f"{path}: corrupt bag: decoding failed ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
     truth = None
     truth_path = path / TRUTH_FILE
     if truth_path.is_file():
@@ -518,6 +526,7 @@ class BagRecording:
         self.closed = True
         try:
             self._writer.close()
+            mcap_crc.seal_bag(self._tmp)
             os.replace(self._tmp, self.path)
         except BaseException:
             log.error("bag %s not finished: its data stays in %s; run `sysid bag recover %s`",
@@ -731,6 +740,7 @@ def recover_bag(path: str | Path) -> Recovery:
                 writer.set_custom_data(f"sysid_ros.lost.{topic}", str(int(n)))
             writer.set_custom_data("sysid_ros.recovered_from", str(folder))
             writer.set_custom_data("sysid_ros.truncated_bytes", str(scan.truncated))
+        mcap_crc.seal_bag(staging / final.name)
         os.replace(staging / final.name, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -20,6 +20,9 @@ from sysid_ros.core.model.robot import RobotModel
 
 #: a time step longer than this many median sampling periods is a gap (one missing sample is one)
 GAP_FACTOR = 1.5
+#: largest magnitude a measured value may have, by signal: beyond it the sample is a unit or logging
+#: error, not a measurement (τ [N·m or N], q̇ [rad/s or m/s])
+ABSURD = {"tau": 1e6, "dq": 1e4}
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,20 @@ class Dataset:
                 k, j = (int(x) for x in nonfinite[0])
                 raise DataError(f"{where}: {name} of joint {self.joint_names[j]!r} is {arr[k, j]} "
                                 f"at sample {k} (t={self.t[k]:.6f} s)")
+        self.check_magnitudes(where)
         return self
+
+    def check_magnitudes(self, where: str = "") -> None:
+        """Raise :class:`DataError` for the first sample whose τ or q̇ exceeds :data:`ABSURD` in
+        magnitude or whose q̇ is infinite (q̇ may be NaN: not recorded), naming its time and column."""
+        for name, limit in ABSURD.items():
+            arr = getattr(self, name)
+            bad = np.argwhere(np.abs(np.nan_to_num(arr, nan=0.0, posinf=np.inf, neginf=np.inf)) > limit)
+            if bad.size:
+                k, j = (int(x) for x in bad[0])
+                raise DataError(f"{where or self.source}: {name} of joint {self.joint_names[j]!r} is "
+                                f"{arr[k, j]:g} at sample {k} (t={self.t[k]:.6f} s); expected |{name}| "
+                                f"<= {limit:g} (a unit or logging error?)")
 
     def for_model(self, model: RobotModel) -> Dataset:
         """Columns reordered to the model's dof joint names (extra joints dropped).

@@ -38,6 +38,7 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import ModelError
+from sysid_ros.core.model.couplings import check_couplings
 from sysid_ros.core.model.motors import DAMIAO_MOTORS, MotorModel
 from sysid_ros.core.model.spatial import (
     inertia_mat_to_vec,
@@ -441,6 +442,7 @@ class RobotModel:
 
     def _check_unsupported(self) -> None:
         mj = self.mj
+        check_couplings(mj, self.source)
         if np.any(mj.body_gravcomp != 0):
             names = [self.body_name(b) for b in np.flatnonzero(mj.body_gravcomp)]
             log.warning("bodies %s have gravcomp: MuJoCo cancels their gravity with a passive force "

@@ -34,6 +34,11 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
     session = OnlineSession(target, replace(options, history=True), truth=truth)
     dq = ds.dq if ds.has_velocity else None
     say = progress or (lambda msg: log.info("%s", msg))
+    warning = ekf_rate_warning(target, options.method, ds.sample_rate)
+    if warning:
+        log.warning("%s", warning)
+        if progress is not None:
+            progress(f"warning: {warning}")
     marks = {max(1, round(i * len(ds) / 10)) for i in range(1, 11)}
     cuts = sorted({*range(0, len(ds), CHUNK), *marks})
     for a, b in itertools.pairwise(cuts):
@@ -49,6 +54,23 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
         say(f"momentum rows: {windows['euler']} window(s) summed as semi-implicit Euler steps, "
             f"{windows['trapezoidal']} integrated by the trapezoidal rule ({options.momentum_scheme})")
     return session
+
+
+#: [Hz] above this data rate the whole-arm EKF is warned about (one filter update per sample)
+EKF_ARM_RATE = 1000.0
+
+
+def ekf_rate_warning(target: Target, method: str, rate: float) -> str | None:
+    """The warning for the EKF on a whole arm's data sampled faster than :data:`EKF_ARM_RATE`:
+    an update of the (2n + r)-state filter per sample makes the replay slow, and its process model
+    (integrated over one sample) carries little information per step, so the estimate may end far
+    from the truth; None otherwise."""
+    if method != "ekf" or target.kind != "arm" or not rate > EKF_ARM_RATE:
+        return None
+    return (f"ekf on the whole arm ({target.base.rank} base parameters) at {rate:.0f} Hz: one update per "
+            f"sample makes it slow and its estimate may end far from the truth; above "
+            f"{EKF_ARM_RATE:.0f} Hz use a batch method or rls_logdet, or the ekf on a payload "
+            "(--payload-only)")
 
 
 def write_trajectory(path: Path, est: OnlineEstimator) -> Path:
