@@ -133,7 +133,8 @@ def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_proc
     bad = client.call(bag_path="run1", method="magic")
     assert not bad.success and "unknown method 'magic'" in bad.message
     bad = client.call(bag_path="run1", output_dir="no_method")  # no silent default method
-    assert not bad.success and bad.message.startswith("method is empty: expected one of ['ols', "), bad.message
+    assert not bad.success, bad.message
+    assert bad.message.startswith("method is empty: expected one of ['ols', "), bad.message
     assert not (out / "no_method").exists()
     for outside in ("../out", "/etc"):
         bad = client.call(bag_path=outside, method="ols")

@@ -75,7 +75,7 @@ def test_flipped_bytes_give_one_line_naming_file_and_offset(bag, tmp_path, seed)
 
 @pytest.mark.parametrize("seed", range(20))
 def test_flips_in_a_bag_without_crcs_never_raise_a_traceback(bag, tmp_path, seed):
-    copy, file = _flipped(bag, tmp_path, seed, unsealed=True)
+    copy, _file = _flipped(bag, tmp_path, seed, unsealed=True)
     try:
         ds = read_bag(copy)
     except DataError as exc:
