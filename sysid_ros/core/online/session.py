@@ -416,6 +416,24 @@ class OnlineSession:
         return runs
 
     # --------------------------------------------------------------------------- outputs
+    def covariance(self) -> np.ndarray:
+        """``Σ (p, p)`` of the estimate in the target's layout: the estimator's own covariance
+        ``P`` (RLS), else the pseudo-inverse of the data's information Ω (the prior's term left
+        out); NaN before the first update. What the std of :meth:`snapshot` and the precision
+        (:func:`~sysid_ros.core.online.precision.estimate_precision`) come from."""
+        est = self.estimator
+        if not (est.samples or _own_covariance(est)):
+            p = self.target.n_params
+            return np.full((p, p), np.nan)
+        with single_threaded_blas():
+            return self._covariance()
+
+    def _covariance(self) -> np.ndarray:
+        est = self.estimator
+        if _own_covariance(est):
+            return np.array(est.core.P, dtype=float)
+        return np.linalg.pinv(est.information)
+
     def snapshot(self) -> OnlineEstimate:
         """The current estimate with its diagnostics."""
         with single_threaded_blas():  # p×p decompositions: a second BLAS thread only waits for a core
@@ -428,13 +446,8 @@ class OnlineSession:
         theta = (est.theta if projection is None else projection.theta).copy()
         updates = est.samples
         info = est.information
-        cov = getattr(est.core, "P", None)
-        if cov is not None:
-            std = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        elif updates:
-            std = np.sqrt(np.maximum(np.diag(np.linalg.pinv(info)), 0.0))
-        else:
-            std = np.full_like(theta, np.nan)
+        std = np.sqrt(np.maximum(np.diag(self._covariance()), 0.0)) if updates or _own_covariance(est) \
+            else np.full_like(theta, np.nan)
         rank, cond = 0, math.nan
         if updates:
             b = target.base.matrix
@@ -456,6 +469,12 @@ class OnlineSession:
             divergence_to_prior=target.divergence(theta, est.prior),
             divergence_to_truth=target.divergence(theta, truth) if truth is not None else math.nan,
             projection=None if projection is None else MappingProxyType(projection.as_dict()))
+
+
+def _own_covariance(est: OnlineEstimator) -> bool:
+    """Whether the estimator keeps its own covariance ``P`` of the target's parameters."""
+    cov = getattr(est.core, "P", None)
+    return cov is not None and np.shape(cov) == (est.theta.size, est.theta.size)
 
 
 def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
