@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.base_params import BaseParameters
 from sysid_ros.core.model.consistency import BodyConsistency, ConsistencyReport
@@ -262,7 +263,7 @@ def diagnostics_for(w: np.ndarray, rhs: np.ndarray, joint: np.ndarray, beta: np.
     joints ``joint (m,)``."""
     scale = np.linalg.norm(w, axis=0)
     ws = w / np.where(scale > 0, scale, 1.0)
-    sv = np.linalg.svd(ws, compute_uv=False)
+    sv = rla.svdvals(ws)
     rank = int(np.sum(sv > 1e-10 * sv[0])) if sv.size else 0
     return Diagnostics(rank=rank, condition_number=float(sv[0] / sv[rank - 1]) if rank else float("inf"),
                        fit=torque_errors(rhs, w @ beta, joint=joint, n_joints=n_joints),

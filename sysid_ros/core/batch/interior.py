@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from sysid_ros.core import linalg as rla
+
 #: bisection steps on log s (each halves log(hi/lo): from 1e-300..1 to a ratio 1 + 1e-15 in 60)
 BISECTION_STEPS = 80
 
@@ -70,7 +72,7 @@ def unconstrained_minimiser(a: np.ndarray, c: np.ndarray, prior_scaled: np.ndarr
     if r_l is None or pivots.min() <= 1e-12 * pivots.max():  # L is not of full column rank
         return _decoupled(a, r0, prior_scaled, rho, l_root, null)
     b = scipy.linalg.solve_triangular(r_l, a.T, trans="T").T  # A R_L⁻¹
-    u, sigma, vt = np.linalg.svd(b, full_matrices=False)
+    u, sigma, vt = rla.svd(b)
     beta = u.T @ r0
     gamma2 = float(np.sum((r0 - u @ beta) ** 2))  # residual outside A's range, whatever d
     sig2 = sigma**2
@@ -101,7 +103,7 @@ def _decoupled(a: np.ndarray, r0: np.ndarray, prior_scaled: np.ndarray, rho: flo
                l_root: np.ndarray, null: np.ndarray) -> InteriorCandidate | None:
     """The minimiser when L acts on A's null space only (tie-break without prior pull): the
     least-squares fit with no component along N; None when L is not so confined."""
-    d = np.linalg.lstsq(a, r0, rcond=None)[0]
+    d = rla.lstsq(a, r0)
     if null.shape[1]:
         d = d - null @ (null.T @ d)
     if l_root.size and float(np.linalg.norm(l_root @ d)) > 1e-12 * float(np.linalg.norm(l_root)) * max(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.linalg
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
@@ -42,7 +43,7 @@ def regressor_rank(x: np.ndarray) -> int:
     """Numerical rank of ``x (r, n_b)`` with its columns scaled to unit norm, at
     :data:`RANK_TOLERANCE` of the largest singular value."""
     xs, _ = _unit_columns(x)
-    sv_x = np.linalg.svd(xs, compute_uv=False)
+    sv_x = rla.svdvals(xs)
     return int(np.sum(sv_x > RANK_TOLERANCE * sv_x[0])) if sv_x.size else 0
 
 
@@ -64,11 +65,11 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
     zs = z / np.maximum(np.linalg.norm(z, axis=0), 1e-300)
     # orthonormal basis of what the instruments span (combinations the data cannot separate, e.g.
     # a one-way joint's Coulomb friction and offset, leave both X and Z rank-deficient alike)
-    uz, svz, _ = np.linalg.svd(zs, full_matrices=False)
+    uz, svz, _ = rla.svd(zs)
     qz = uz[:, svz > RANK_TOLERANCE * svz[0]] if svz.size else uz
     if x_rank is None:
         x_rank = regressor_rank(x)
-    sv = np.linalg.svd(qz.T @ xs, compute_uv=False)
+    sv = rla.svdvals(qz.T @ xs)
     pi_rank = int(np.sum(sv > 1e-9 * sv[0])) if sv.size else 0
     if pi_rank < x_rank:
         raise IdentificationError(f"the instruments are not correlated with the regressor: rank of "
@@ -78,7 +79,7 @@ def iv_step(x: np.ndarray, z: np.ndarray, y: np.ndarray, *, target: Target | Non
     theta = None
     if target is None:
         # 2SLS (= eq. 12 when Z and X have full rank): min ‖P_Z (y − X β)‖, minimum norm
-        beta = np.linalg.lstsq(qz.T @ xs, qz.T @ y, rcond=None)[0] / scale
+        beta = rla.lstsq(qz.T @ xs, qz.T @ y) / scale
     else:
         assert b_matrix is not None
         from sysid_ros.core.batch.convex import least_squares_program
@@ -104,7 +105,7 @@ def iv_covariance(x: np.ndarray, z: np.ndarray, residual: np.ndarray, joint: np.
                     for j in range(n_joints)])
     w = 1.0 / np.maximum(var[joint], 1e-300)
     info = x_hat.T @ (x_hat * w[:, None])
-    return np.linalg.pinv(info)
+    return rla.pinv(info)
 
 
 def converged(beta: np.ndarray, previous: np.ndarray, tol: float) -> tuple[bool, float]:

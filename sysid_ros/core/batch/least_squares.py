@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.base_params import BaseParameters
 from sysid_ros.core.result import IdentificationResult, diagnostics_for
@@ -65,7 +66,7 @@ def solve_weighted(w: np.ndarray, rhs: np.ndarray, weights: np.ndarray | None = 
     a, b = w * sw[:, None], rhs * sw
     norms = np.linalg.norm(a, axis=0)
     scale = np.where(norms > 0, norms, 1.0)
-    u, sv, vt = np.linalg.svd(a / scale, full_matrices=False)
+    u, sv, vt = rla.svd(a / scale)
     keep = sv > RANK_TOLERANCE * sv[0]
     rank = int(keep.sum())
     if r - rank > max(1, r // 10):
@@ -91,7 +92,7 @@ def inseparable(w: np.ndarray, names: tuple[str, ...], *, tolerance: float = RAN
     parameter the rows never excite), from the null space of the column-scaled rows."""
     norms = np.linalg.norm(w, axis=0)
     scale = np.where(norms > 0, norms, 1.0)
-    _, sv, vt = np.linalg.svd(w / scale, full_matrices=False)
+    _, sv, vt = rla.svd(w / scale)
     out = []
     for v in vt[sv <= tolerance * sv[0]]:
         v = v / scale

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.identify import (
     Prepared,
     prepare,
@@ -173,7 +174,7 @@ def prepare_runs(datasets: Sequence[Dataset], payloads: Sequence[Payload | None]
     if stribeck_velocity is None and stribeck_searched(target):
         def with_gain_columns(trial: Prepared) -> float:
             w, rhs, _ = gain_rows(replace(multi, prep=trial))
-            sol = np.linalg.lstsq(w, rhs, rcond=None)[0]
+            sol = rla.lstsq(w, rhs)
             return float(np.sqrt(np.mean((rhs - w @ sol) ** 2)))
 
         prep = settle_stribeck(prep, progress=progress, residual=with_gain_columns if gains else
@@ -224,7 +225,7 @@ class DriveGains:
 def scaled_condition(w: np.ndarray) -> float:
     """Condition number of ``w`` with unit-norm columns (inf when rank-deficient)."""
     norms = np.linalg.norm(w, axis=0)
-    sv = np.linalg.svd(w / np.where(norms > 0, norms, 1.0), compute_uv=False)
+    sv = rla.svdvals(w / np.where(norms > 0, norms, 1.0))
     return float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
 
 
@@ -249,14 +250,15 @@ def drive_gains(multi: MultiRun) -> DriveGains:
                                   f"{len(multi.runs)} run(s) with {len(distinct)} distinct payload(s)")
     w, rhs, joint = gain_rows(multi)
     r = multi.prep.target.base.rank
-    sol, _, rank, _ = np.linalg.lstsq(w, rhs, rcond=None)
+    sol = rla.lstsq(w, rhs)
+    rank = int(np.sum(rla.svdvals(w) > max(w.shape) * np.finfo(float).eps * rla.svdvals(w)[0]))
     if rank < w.shape[1]:
         raise IdentificationError(f"the drive-gain rows have rank {rank} < {w.shape[1]} unknowns: the "
                                   "payloads do not excite every joint's torque scale")
     n = multi.prep.y.shape[1]
     var = joint_variances(rhs - w @ sol, joint, n, w.shape[1])
     sw = 1.0 / np.sqrt(var[joint])
-    cov = np.linalg.pinv((w * sw[:, None]).T @ (w * sw[:, None]))
+    cov = rla.pinv((w * sw[:, None]).T @ (w * sw[:, None]))
     std = np.sqrt(np.maximum(np.diag(cov), 0.0))
     return DriveGains(1.0 + sol[r:], std[r:], sol[:r], scaled_condition(w), scaled_condition(w[:, :r]))
 

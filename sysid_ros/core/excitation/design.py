@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.base_params import BaseParameters, base_parameters
@@ -36,7 +37,7 @@ def condition_number(model: RobotModel, trajectory: FourierTrajectory, *,
     t = np.linspace(0.0, trajectory.period, n_samples, endpoint=False)
     q, dq, ddq = trajectory.evaluate(t)
     w = base.columns(torque_regressor(model, q, dq, ddq)).reshape(-1, base.rank)
-    s = np.linalg.svd(w, compute_uv=False)
+    s = rla.svdvals(w)
     return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
 
 
@@ -83,7 +84,7 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
         perturbed candidate in the same batched call, as scipy's ``eps`` steps), projected on
         the extreme singular vectors (d σ_i = u_iᵀ dW v_i) instead of one SVD per coefficient."""
         w = stacked(np.vstack((x, x + step * np.eye(x.size))))
-        u, s, vt = np.linalg.svd(w[0], full_matrices=False)
+        u, s, vt = rla.svd(w[0])
         if s[-1] <= 0:
             return float("inf"), np.zeros_like(x)
         dw = (w[1:] - w[0]) / step  # (n, m, r)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
@@ -135,7 +136,8 @@ def reduce_regressor(y: np.ndarray, names: tuple[str, ...], *, rtol: float = 1e-
     matrix[:, dep] = k
     base_names = tuple(_expression(names, i, dep, k_row) for i, k_row in zip(ind, k, strict=True))
     wb = w[:, ind] / scale[ind]
-    cond = float(np.linalg.cond(wb))
+    sv = rla.svdvals(wb)
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
     return BaseParameters(tuple(names), ind, dep, k, matrix, base_names, cond)
 
 

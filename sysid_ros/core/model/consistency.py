@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
 
@@ -82,11 +83,11 @@ def _divergences(phi: np.ndarray, phi_ref: np.ndarray) -> np.ndarray:
     """:func:`logdet_divergence` of ``B`` bodies at once: ``phi, phi_ref (B, 10) -> (B,)``."""
     j, j0 = pseudo_inertia(phi), pseudo_inertia(phi_ref)
     sign0, logdet0 = np.linalg.slogdet(j0)
-    if np.any(sign0 <= 0) or np.any(np.linalg.eigvalsh(j0)[:, 0] <= 0):
+    if np.any(sign0 <= 0) or np.any(rla.eigvalsh(j0)[:, 0] <= 0):
         raise SysIdError("the reference parameters are not physically consistent (J not ≻ 0)")
     sign, logdet = np.linalg.slogdet(j)
     trace = np.trace(np.linalg.solve(j0, j), axis1=1, axis2=2)
-    bad = (sign <= 0) | (np.linalg.eigvalsh(j)[:, 0] <= 0)
+    bad = (sign <= 0) | (rla.eigvalsh(j)[:, 0] <= 0)
     return np.where(bad, np.inf, -logdet + logdet0 + trace - 4.0)
 
 
@@ -141,7 +142,7 @@ def check_consistency(model: RobotModel, theta: np.ndarray, *,
     theta = model.check_theta(theta)
     bodies = []
     for b in model.param_bodies:
-        lam = float(np.linalg.eigvalsh(pseudo_inertia(theta[model.body_slice(b)]))[0])
+        lam = float(rla.eigvalsh(pseudo_inertia(theta[model.body_slice(b)]))[0])
         bodies.append(BodyConsistency(model.body_name(b), lam, lam > tol))
     joint_names = model.param_names[model.n_body_params:]
     negative = tuple(name for name, value in zip(joint_names, theta[model.n_body_params:], strict=True)
@@ -154,7 +155,7 @@ def realizable_inertia(inertia: np.ndarray, *, floor: float = 1e-9) -> np.ndarra
     moments (to simulate or export an estimate: IV instruments, identified MJCFs): moments at
     least ``floor`` and satisfying the triangle inequalities (each at most the sum of the other
     two), same principal axes."""
-    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    moments, axes = rla.eigh(0.5 * (inertia + inertia.T))
     moments = np.maximum(moments, floor)
     for _ in range(3):
         for i in range(3):

@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.base_params import (
     BaseParameters,
@@ -90,7 +91,7 @@ class Target:
         """Physical consistency of ``theta`` (per body, and the joint-term signs for an arm)."""
         if self.kind == "arm":
             return check_consistency(self.model, theta).as_dict()
-        lam = float(np.linalg.eigvalsh(pseudo_inertia(theta))[0])
+        lam = float(rla.eigvalsh(pseudo_inertia(theta))[0])
         return {"consistent": lam > 0, "bodies": {"payload": {"min_eigenvalue": lam, "consistent": lam > 0}},
                 "negative_joint_terms": []}
 
@@ -197,7 +198,7 @@ def nominal_extent(model: RobotModel, body: int, phi: np.ndarray) -> tuple[np.nd
     of its child bodies (the next joints) and the semi-axes of the uniform solid ellipsoid with the
     nominal inertia (``a_x² = 5 (I_yy + I_zz − I_xx) / (2m)`` about the CoM, principal axes)."""
     mass, com, inertia = inertial_from_body_params(phi)
-    moments = np.linalg.eigvalsh(inertia)
+    moments = rla.eigvalsh(inertia)
     semi_sq = 2.5 / mass * (moments.sum() - 2.0 * moments)
     reach = [float(np.sqrt(max(float(semi_sq.max()), 0.0))), float(np.linalg.norm(com))]
     children = np.flatnonzero(model.mj.body_parentid == body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.model.target import Target
 
 #: prior standard deviation of every parameter, in units of its scale (:func:`parameter_scale`)
@@ -55,4 +56,4 @@ def base_to_standard(target: Target) -> np.ndarray:
     ``θ₀`` (in the scaled metric) with base parameters ``β`` (``B G = I``)."""
     b, s = target.base.matrix, parameter_scale(target)
     bs = b * s  # B diag(s)
-    return s[:, None] * np.linalg.pinv(bs)
+    return s[:, None] * rla.pinv(bs)

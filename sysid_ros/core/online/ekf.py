@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.blas import single_threaded_blas
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, pseudo_inertia
@@ -260,7 +261,7 @@ class AugmentedEKF:
         theta = self.prior + self._g @ (beta - self.beta0)
         changed = False
         for (_label, sl), scale in zip(self.target.body_blocks, self._inertia_scale, strict=True):
-            lam, vec = np.linalg.eigh(pseudo_inertia(theta[sl]))
+            lam, vec = rla.eigh(pseudo_inertia(theta[sl]))
             floor = MARGIN * scale
             if lam[0] < floor:
                 theta[sl] = body_params_from_pseudo_inertia((vec * np.maximum(lam, floor)) @ vec.T)

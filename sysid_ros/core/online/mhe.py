@@ -29,6 +29,7 @@ from collections import deque
 import cvxpy as cp
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import ConvexProgram
 from sysid_ros.core.errors import DataError, IdentificationError
 from sysid_ros.core.model.target import Plausibility, Target
@@ -161,6 +162,6 @@ def _inflate(info: np.ndarray, variance: float) -> np.ndarray:
     """``(Π⁻¹ + variance·I)⁻¹`` for a symmetric positive definite ``Π`` (scaled coordinates)."""
     if variance <= 0:
         return info
-    lam, vec = np.linalg.eigh(info)
+    lam, vec = rla.eigh(info)
     lam = np.maximum(lam, 0.0)
     return (vec * (lam / (1.0 + variance * lam))) @ vec.T

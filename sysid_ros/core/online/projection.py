@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import cvxpy as cp
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import ConvexProgram
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Plausibility, Target
@@ -137,7 +138,7 @@ class ConsistentProjection:
         if not violated:
             return Projection(raw.copy(), raw.copy())
         p = self._build()
-        lam, vec = np.linalg.eigh(0.5 * (covariance + covariance.T))
+        lam, vec = rla.eigh(0.5 * (covariance + covariance.T))
         lam = np.maximum(lam, COVARIANCE_FLOOR * max(float(lam[-1]), 1e-300))
         p.root.value = vec.T / np.sqrt(lam)[:, None]  # P_β^{-½} (rows: Λ^{-½} Vᵀ)
         p.centre.value = p.root.value @ beta

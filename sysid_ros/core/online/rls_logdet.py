@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 from scipy.linalg import lapack
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
 
@@ -49,7 +50,7 @@ class LogDetStep:
     @cached_property
     def min_eigenvalues(self) -> np.ndarray:
         """Smallest eigenvalue of J per body after the update (> 0: consistent)."""
-        return np.linalg.eigvalsh(self.pseudo_inertias)[:, 0]
+        return rla.eigvalsh(self.pseudo_inertias)[:, 0]
 
 
 class RLSLogDet:
@@ -112,7 +113,7 @@ class RLSLogDet:
                                            for idx in self._body_idx]) if len(self.blocks) else \
             np.zeros(0, dtype=int)
         j0 = pseudo_inertia(prior[self._body_idx])
-        if np.any(np.linalg.eigvalsh(j0)[:, 0] <= 0):
+        if np.any(rla.eigvalsh(j0)[:, 0] <= 0):
             raise SysIdError("the prior is not physically consistent (a pseudo-inertia is not ≻ 0)")
         self._j0_inv = np.linalg.inv(j0)
         self._grad0 = np.einsum("nk,bk->bn", _E16, self._j0_inv.reshape(-1, 16))  # tr(J0⁻¹ E_n)
@@ -215,7 +216,7 @@ class RLSLogDet:
         if self._chol(theta + delta / self.fraction) is not None:
             return 1.0  # the full step stays well inside: no eigenvalues needed
         m = l_inv @ self._pseudo(delta) @ np.swapaxes(l_inv, 1, 2)  # L⁻¹ J(δ) L⁻ᵀ
-        worst = float(np.max(np.linalg.eigvalsh(-m)[:, -1])) if len(self.blocks) else 0.0
+        worst = float(np.max(rla.eigvalsh(-m)[:, -1])) if len(self.blocks) else 0.0
         if self._pos.size:  # x + s δ ≥ 0 for s ≤ x/(−δ)
             worst = max(worst, float(np.max(-delta[self._pos] / theta[self._pos])))
         return 1.0 if worst <= 0 else min(1.0, self.fraction / worst)
@@ -287,7 +288,7 @@ class RLSLogDet:
             hess = self.omega + self.alpha * h_r
             _, delta, info = lapack.dposv(hess, -grad, lower=1)  # H ≻ 0: Cholesky
             if info != 0:  # numerically not positive definite: minimum-norm step
-                delta = -np.linalg.lstsq(hess, grad, rcond=None)[0]
+                delta = -rla.lstsq(hess, grad)
             slope = float(grad @ delta)
             decrement = -slope / 2.0
             if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):

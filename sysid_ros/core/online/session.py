@@ -24,6 +24,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.data.stationary import moving
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.target import Target
@@ -451,7 +452,7 @@ class OnlineSession:
         rank, cond = 0, math.nan
         if updates:
             b = target.base.matrix
-            sv = np.linalg.eigvalsh(b @ info @ b.T)[::-1]
+            sv = rla.eigvalsh(b @ info @ b.T)[::-1]
             rank = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
             cond = float(np.sqrt(sv[0] / sv[rank - 1])) if rank else math.inf
         truth = est.truth

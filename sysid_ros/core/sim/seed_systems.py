@@ -29,6 +29,7 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core import RobotModel, mass_matrix_regressor, torque_regressor
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import dual_metric_program, least_squares_program
 from sysid_ros.core.model.target import Target, arm_target, coefficient_target
 from sysid_ros.core.report.metrics import shifted_ncc
@@ -350,7 +351,7 @@ def weighted_rows(target: Target, run: Run) -> tuple[np.ndarray, np.ndarray]:
     k, n, _ = run.y.shape
     rank = target.base.rank
     yb = target.base.columns(run.y)
-    beta = np.linalg.lstsq(yb.reshape(-1, rank), run.tau.reshape(-1), rcond=None)[0]
+    beta = rla.lstsq(yb.reshape(-1, rank), run.tau.reshape(-1))
     resid = run.tau - yb @ beta
     var = (resid**2).sum(axis=0) / max(k - rank / n, 1.0)
     var = np.maximum(var, 1e-12 * max(float(var.max()), 1e-300))
