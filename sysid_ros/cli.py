@@ -62,6 +62,7 @@ from sysid_ros.core.data.columns import TIME_UNITS, ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
 from sysid_ros.core.model.urdf import BASES
@@ -219,8 +220,11 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _identify_blas(args: argparse.Namespace) -> int:
-    model = RobotModel.from_mjcf(args.model, joint_terms=joint_terms(args.friction, args.armature),
-                                 base=args.base)
+    model = RobotModel.from_mjcf(args.model, joint_terms=(), base=args.base)
+    model = model.with_joint_terms(default_joint_terms(model.mj, args.friction, args.armature))
+    excluded = excluded_line(model.mj, model.joint_terms)
+    if excluded and not args.payload_only:
+        print(f"[sysid identify] {excluded}", file=sys.stderr)
     target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
         args.mass_factor, args.extent_factor, args.com_radius),
         joint_prior=joint_prior_spec(args.friction_prior))
@@ -588,7 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
     p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
-    p.add_argument("--friction", default="", help="comma list of coulomb, viscous, offset, stribeck "
+    p.add_argument("--friction", default="model", help="joint friction identified: 'model' (default: the "
+                   "terms the model's joints declare: coulomb for frictionloss, viscous for damping, "
+                   "stribeck/sigmoid for their numerics; docs/joint-terms.md), 'none', or a "
+                   "comma list of coulomb, viscous, offset, stribeck "
                    "(Fs·exp(−|q̇|/q̇s)·sign(q̇), q̇s searched unless --stribeck-velocity), sigmoid "
                    "(φ1/(1+exp(−φ2(q̇+φ3))) − φ1/(1+exp(−φ2φ3)), Gaz et al. 2019; an alternative to "
                    "coulomb; φ2, φ3 searched per joint unless --sigmoid-shape)")
@@ -599,7 +606,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="steepness φ2 [s/rad] and offset φ3 [rad/s] of every joint's sigmoid friction "
                    "(default: per joint, those that minimise the least-squares residual, searched "
                    "in φ2 0.5..500 s/rad, φ2·φ3 −3..3)")
-    p.add_argument("--armature", action="store_true", help="identify rotor inertia per joint")
+    p.add_argument("--armature", action=argparse.BooleanOptionalAction, default=None,
+                   help="identify rotor inertia per joint (default: when the model's joints declare "
+                   "armature); --no-armature: not identified")
     p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
     p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")
     p.add_argument("--differentiator", choices=("central", "savgol"), default="central",
