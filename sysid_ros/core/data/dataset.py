@@ -23,6 +23,9 @@ GAP_FACTOR = 1.5
 #: largest magnitude a measured value may have, by signal: beyond it the sample is a unit or logging
 #: error, not a measurement (τ [N·m or N], q̇ [rad/s or m/s])
 ABSURD = {"tau": 1e6, "dq": 1e4}
+#: ``meta`` key of a resampled recording's gaps in its file's stamps: ``((t [s], length [s]), ...)``
+#: (:func:`~sysid_ros.core.data.timebase.regularise`; :meth:`Dataset.gaps` reports them)
+FILE_GAPS = "file_gaps"
 
 
 @dataclass(frozen=True)
@@ -113,13 +116,22 @@ class Dataset:
 
     def gaps(self) -> list[Gap]:
         """The gaps: time steps longer than :data:`GAP_FACTOR` times the median period, in time
-        order (assumes increasing times, see :meth:`validate`)."""
+        order (assumes increasing times, see :meth:`validate`). A resampled recording states
+        each gap in its file's stamps (``meta[FILE_GAPS]``): the file's sample before the gap and
+        the file's step, not the longer step between the two resampled pieces around it."""
         dt = np.diff(self.t)
         if dt.size == 0:
             return []
         med = float(np.median(dt))
-        return [Gap(int(k) + 1, float(self.t[k]), float(dt[k]), max(round(dt[k] / med) - 1, 1))
-                for k in np.flatnonzero(dt > GAP_FACTOR * med)]
+        file_gaps = self.meta.get(FILE_GAPS) or ()
+        out = []
+        for k in np.flatnonzero(dt > GAP_FACTOR * med):
+            t, length = float(self.t[k]), float(dt[k])
+            inside = [g for g in file_gaps if self.t[k] - 1e-9 <= g[0] < self.t[k + 1]]
+            if inside:  # the file's gap within this step of the grid
+                t, length = inside[0]
+            out.append(Gap(int(k) + 1, t, length, max(round(length / med) - 1, 1)))
+        return out
 
     def window(self, start: int, stop: int) -> Dataset:
         """Samples ``start:stop`` as a dataset: the command log cut to their time span

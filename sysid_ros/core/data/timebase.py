@@ -16,6 +16,13 @@ dropped cycle throws good data away. :func:`regularise`:
   measured velocities by a cubic spline through the samples (C² across the bridged cycles, so the
   second differences stay smooth), torques linearly; else leaves the samples untouched.
 
+Gaps are stated in the file's own stamps: the report's ``gaps_at`` hold ``(t [s], length [s])`` of
+each step that splits the data as the file has it (the sample before the gap and the step to the
+next), and a resampled dataset carries them (``meta["file_gaps"]``) so that
+:meth:`~sysid_ros.core.data.dataset.Dataset.gaps` describes its gaps in the file's terms, not as
+the longer step between two resampled pieces. ``period`` puts a second recording (a held-out
+validation part) on the grid of the first one.
+
 What was done is a :class:`TimebaseReport` (printed by ``sysid identify``, stored in
 result.json under ``diagnostics.extra.data.timebase``).
 """
@@ -27,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sysid_ros.core.data.dataset import GAP_FACTOR, Dataset
+from sysid_ros.core.data.dataset import FILE_GAPS, GAP_FACTOR, Dataset
 from sysid_ros.core.errors import DataError
 
 MIN_RATE = 5.0        # [Hz] slower logs carry no dynamics (or their time is not in seconds)
@@ -45,7 +52,8 @@ class TimebaseReport:
     ``deviation`` (largest relative deviation of a regular step from the median), ``bridged``:
     ``(t [s], length [s])`` of each dropped-cycle gap interpolated over, ``gaps``: how many
     longer gaps split the data, ``resampled``: whether the samples were moved onto a uniform grid
-    of ``period`` [s]."""
+    of ``period`` [s]; ``gaps_at``: ``(t [s], length [s])`` of each of those gaps in the file's
+    stamps."""
 
     rate: float
     jitter: float
@@ -54,6 +62,7 @@ class TimebaseReport:
     gaps: int
     resampled: bool
     period: float
+    gaps_at: tuple[tuple[float, float], ...] = ()
 
     def describe(self) -> str:
         text = (f"time base: {self.rate:.1f} Hz (median step {1e3 / self.rate:.3f} ms, jitter "
@@ -68,12 +77,18 @@ class TimebaseReport:
             text += "; uniform, used as recorded"
         if self.gaps:
             text += f"; {self.gaps} longer gap(s) split the data"
+            if self.gaps_at:
+                text += " (" + ", ".join(f"{1e3 * length:.2f} ms after t = {t:.6g} s"
+                                         for t, length in self.gaps_at[:3])
+                text += ", ..." if len(self.gaps_at) > 3 else ""
+                text += ", the file's stamps)"
         return text
 
     def as_dict(self) -> dict:
         return {"rate_hz": self.rate, "jitter": self.jitter, "largest_deviation": self.deviation,
                 "bridged": [{"t": t, "length_ms": 1e3 * length} for t, length in self.bridged],
-                "gaps": self.gaps, "resampled": self.resampled, "period_s": self.period}
+                "gaps": self.gaps, "resampled": self.resampled, "period_s": self.period,
+                "gaps_at": [{"t": t, "length_ms": 1e3 * length} for t, length in self.gaps_at]}
 
 
 def check_rate(t: np.ndarray, where: str) -> float:
@@ -91,12 +106,14 @@ def check_rate(t: np.ndarray, where: str) -> float:
 
 
 def regularise(ds: Dataset, *, max_bridge: float = -1.0, jitter_tolerance: float = 0.1,
-               resample: bool = True) -> tuple[Dataset, TimebaseReport]:
+               resample: bool = True, period: float | None = None) -> tuple[Dataset, TimebaseReport]:
     """``ds`` on a uniform time base where it is not (see the module docstring), and what was
     done. ``max_bridge`` [s]: longest step interpolated over (longer steps stay gaps); negative:
     automatic, the larger of :data:`BRIDGE_SECONDS` and :data:`BRIDGE_PERIODS` median periods;
     ``jitter_tolerance``: relative step deviation accepted as uniform; ``resample`` False only
-    checks and reports."""
+    checks and reports; ``period`` [s]: the grid to use (another recording's, so that both are
+    filtered and decimated alike): the data are resampled onto it unless their own regular steps
+    already are that period (to 1e-6)."""
     t = ds.t
     rate = check_rate(t, ds.source)
     dt = np.diff(t)
@@ -109,16 +126,24 @@ def regularise(ds: Dataset, *, max_bridge: float = -1.0, jitter_tolerance: float
     jitter = float(np.std(regular) / np.mean(regular)) if regular.size else 0.0
     deviation = float(np.max(np.abs(regular - med)) / med) if regular.size else 0.0
     bridged = tuple((float(t[k]), float(dt[k])) for k in np.flatnonzero(bridge))
-    period = float(np.mean(regular)) if regular.size else med
+    gaps_at = tuple((float(t[k]), float(dt[k])) for k in np.flatnonzero(split_at))
+    own = float(np.mean(regular)) if regular.size else med
     needed = bool(bridge.any()) or deviation > jitter_tolerance
+    if period is not None:
+        if not (np.isfinite(period) and period > 0):
+            raise DataError(f"{ds.source}: the grid period must be a finite number > 0 s, got {period}")
+        needed = needed or abs(own - period) > 1e-6 * period or deviation > 1e-6
+    else:
+        period = own
     report = TimebaseReport(rate, jitter, deviation, bridged, int(split_at.sum()),
-                            resample and needed, period)
+                            resample and needed, float(period), gaps_at)
     if not report.resampled:
         return ds, report
     bounds = [0, *(int(k) + 1 for k in np.flatnonzero(split_at)), len(t)]
     pieces = [_resampled(ds, a, b, period) for a, b in itertools.pairwise(bounds)]
     tt, q, dq, tau = (np.concatenate([p[k] for p in pieces]) for k in range(4))
     meta = {k: v for k, v in ds.meta.items() if not ds.per_sample(v)}  # per-sample arrays: gone
+    meta[FILE_GAPS] = gaps_at
     return replace(ds, t=tt, q=q, dq=dq, tau=tau, meta=meta), report
 
 
