@@ -116,7 +116,7 @@ def lstsq(a, b, *, rcond: float | None = None) -> np.ndarray:
     ``(m, k)``): gelsd (SVD), then gelsy (QR with column pivoting), then gelss."""
     a = _finite(a, "least squares")
     b = _finite(b, "least squares (right-hand side)")
-    cond = rcond if rcond is not None else None
+    cond = rcond if rcond is not None else np.finfo(float).eps * max(a.shape)  # NumPy's default
     routes = [("gelsd", lambda: np.linalg.lstsq(a, b, rcond=rcond)[0])]
     for driver in ("gelsy", "gelss"):
         routes.append((driver, lambda d=driver: scipy.linalg.lstsq(a, b, cond=cond, lapack_driver=d,

@@ -41,11 +41,12 @@ def test_a_urdf_with_package_meshes_identifies_as_its_mjcf(tmp_path, capsys):
     bag = tmp_path / "bag"
     assert main(["simulate", str(MJCF), "--out", str(bag), "--duration", "4", "--rate", "500"]) == 0
     docs = {}
-    # no --armature: URDF has no rotor inertia, so the URDF's prior would hold Ia = 0 where the
+    # --no-armature: URDF has no rotor inertia, so the URDF's prior would hold Ia = 0 where the
     # MJCF's holds 0.1, and the exported parameters take weakly determined directions from the prior
+    # (by default the MJCF's declared armature would be identified, the URDF's not)
     for name, model in (("mjcf", MJCF), ("urdf", urdf)):
         out = tmp_path / name
-        code = main(["identify", str(bag), "--model", str(model), "--method", "ols",
+        code = main(["identify", str(bag), "--model", str(model), "--method", "ols", "--no-armature",
                      "--no-plots", "--out", str(out)])
         assert code == 0, capsys.readouterr().err
         assert (out / "identified.xml").is_file() and (out / "identified.urdf").is_file()
