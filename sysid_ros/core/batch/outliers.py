@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
+
 #: rows further than this many robust standard deviations from their joint's median residual
 DEFAULT_THRESHOLD = 8.0
 #: normal-consistency factor of the median absolute deviation
@@ -63,7 +65,7 @@ class Outliers:
 
 
 def _fit_residual(x: np.ndarray, y: np.ndarray, use: np.ndarray) -> np.ndarray:
-    beta = np.linalg.lstsq(x[use], y[use], rcond=None)[0]
+    beta = rla.lstsq(x[use], y[use])
     return y - np.einsum("knc,c->kn", x, beta)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import inertia_mat_to_vec, inertia_vec_to_mat
 from sysid_ros.core.model.target import Target
@@ -122,7 +123,7 @@ def _payload_precision(theta: np.ndarray, cov: np.ndarray, inertia_required: boo
     x, jac = payload_jacobian(theta)
     std = np.sqrt(np.maximum(np.diag(jac @ cov @ jac.T), 0.0))
     com_scale = max(float(np.linalg.norm(x[1:4])), COM_SCALE)
-    moments = np.linalg.eigvalsh(inertia_vec_to_mat(x[4:10]))
+    moments = rla.eigvalsh(inertia_vec_to_mat(x[4:10]))
     inertia_scale = max(float(np.max(np.abs(moments))), 1e-12)
     scale = np.concatenate(([x[0]], np.full(3, com_scale), np.full(6, inertia_scale)))
     return Precision(names, x, std, std / scale, required)

@@ -433,7 +433,7 @@ class OnlineSession:
         est = self.estimator
         if _own_covariance(est):
             return np.array(est.core.P, dtype=float)
-        return np.linalg.pinv(est.information)
+        return rla.pinv(est.information)
 
     def snapshot(self) -> OnlineEstimate:
         """The current estimate with its diagnostics."""
