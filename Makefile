@@ -10,7 +10,7 @@ setup:
 	@tools/bootstrap.sh
 
 demo: setup
-	@$(ENV) && python -m sysid_ros.cli demo --out $(OUT)
+	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
 test: setup
 	@$(ENV) && ruff check . && python -m pytest

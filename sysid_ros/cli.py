@@ -61,7 +61,7 @@ from sysid_ros.core.data.bag import TRUTH_FILE, dataset_topics, read_data, write
 from sysid_ros.core.data.columns import TIME_UNITS, ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
-from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.errors import InterruptError, SysIdError
 from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
@@ -762,6 +762,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args))
+    except InterruptError as exc:
+        print(f"sysid {args.command}: interrupted ({exc})", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(f"sysid {args.command}: interrupted (nothing written)", file=sys.stderr)
+        return 130
     except SysIdError as exc:
         print(f"sysid {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -17,3 +17,7 @@ class DataError(SysIdError):
 
 class IdentificationError(SysIdError):
     """An estimation problem cannot be solved (rank deficiency, solver failure...)."""
+
+
+class InterruptError(SysIdError):
+    """The user stopped the work (Ctrl-C, SIGINT, SIGTERM); the message says what was kept."""

@@ -8,6 +8,24 @@ import threading
 from collections.abc import Callable
 
 
+def die_with_parent() -> None:
+    """A node started by :class:`~sysid_ros.nodes.processes.NodeProcess` (the environment names
+    its parent's pid) asks Linux for SIGTERM when that parent dies — its clean shutdown path — so
+    no node outlives a demo or test that was killed. Elsewhere (or off Linux) nothing happens."""
+    import ctypes
+    import os
+
+    parent = os.environ.get("SYSID_DIE_WITH_PARENT", "")
+    if not parent.isdigit() or not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):  # the parent died before the request: nobody to serve
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     """Run one node until shutdown, the same way on Jazzy and Kilted: Ctrl-C, SIGTERM and external
     shutdown end it quietly; the executor is shut down and the node destroyed on every path.
@@ -32,6 +50,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, _stop_requester(stop)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    die_with_parent()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = executor_factory()

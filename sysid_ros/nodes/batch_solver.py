@@ -79,6 +79,49 @@ def resolve_inside_any(roots: Sequence[Path], given: str, what: str) -> Path:
     return candidate
 
 
+#: ``(name, default, description)`` of every parameter of the node
+PARAMETERS = (
+    ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
+    ("output_root", "sysid_results", "results are written only under this folder"),
+    *MODEL_PARAMETERS,
+    ("model_root", "", "a request's model_path must lie under this folder (relative paths "
+                       "start there) or among the package's robot models ('' = data_root)"),
+    ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
+    ("motor_command_topic", "/motor_command", "default MotorCommand topic in the bags"),
+    ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
+    ("max_samples", 2000, "samples kept for the dual-metric SDP"),
+    ("min_segment", 2.0, "data between gaps shorter than this is not used [s]"),
+    ("resample", "auto", "irregular sampling put on a uniform grid (auto) or used as recorded (off)"),
+    ("bridge_gaps", -1.0, "dropped-cycle gaps up to this long are interpolated over [s] "
+                          "(< 0: automatic, 5 ms or 3.5 median periods)"),
+    ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
+                             "slower than 0.01 rad/s)"),
+    ("plots", True, "write PNG plots with each result"),
+    ("torque_scale", Parameter.Type.DOUBLE_ARRAY, "logged effort x this = torque: one value or one "
+                                                  "per joint of the model (unset: 1)"),
+    ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "added to the scaled torque [N m]: one value or "
+                                                   "one per joint (unset: 0)"),
+    ("mass_factor", Plausibility.mass_factor,
+     "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
+    ("extent_factor", Plausibility.extent_factor,
+     "arm: every body's mass inside this many times its nominal extent (0: off)"),
+    ("com_radius", Plausibility.com_radius,
+     "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
+    ("friction_prior", "model", "arm: prior of the joint terms: model, zero or a JSON file of "
+                                "values by name"),
+    ("csv_columns", "", "CSV requests: the file's column of each field, e.g. time=timestamp,"
+                        "q=actual_q_{i},tau=actual_current_{i} (empty: the project's layout)"),
+    ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
+    ("controller", "", "iv/pc_iv without MotorCommand: pd:kp=K[,K..];kd=D[,D..] or "
+                       "velocity:kv=D[,D..] with the reference columns (empty: none)"),
+    ("known_payloads", "", "several bags (bag_path 'a,b,c'): JSON list, one entry per bag: null "
+                           "or {\"body\": NAME, \"mass\": KG, \"com\": [X, Y, Z][, \"inertia\": "
+                           "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]]} (empty: no payloads)"),
+    ("drive_gains", False, "several bags: identify a torque gain per joint (needs two different "
+                           "known payloads)"),
+)
+
+
 class BatchSolverNode(Node):
     """Thin ROS facade over :func:`sysid_ros.core.batch.identify.run_method`."""
 
@@ -87,46 +130,7 @@ class BatchSolverNode(Node):
         # BLAS on one thread for the node's life (small matrices: sysid_ros/core/blas.py), set from
         # this thread: a limit set in the solve's worker thread may not hold (OpenBLAS 0.3.31)
         self._one_blas_thread = single_threaded_blas()
-        declare_parameters(self, (
-            ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
-            ("output_root", "sysid_results", "results are written only under this folder"),
-            *MODEL_PARAMETERS,
-            ("model_root", "", "a request's model_path must lie under this folder (relative paths "
-                               "start there) or among the package's robot models ('' = data_root)"),
-            ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
-            ("motor_command_topic", "/motor_command", "default MotorCommand topic in the bags"),
-            ("bandwidth", 5.0, "position closed-loop bandwidth [Hz] for filtering"),
-            ("max_samples", 2000, "samples kept for the dual-metric SDP"),
-            ("min_segment", 2.0, "data between gaps shorter than this is not used [s]"),
-            ("resample", "auto", "irregular sampling put on a uniform grid (auto) or used as recorded (off)"),
-            ("bridge_gaps", -1.0, "dropped-cycle gaps up to this long are interpolated over [s] "
-                                  "(< 0: automatic, 5 ms or 3.5 median periods)"),
-            ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
-                                     "slower than 0.01 rad/s)"),
-            ("plots", True, "write PNG plots with each result"),
-            ("torque_scale", Parameter.Type.DOUBLE_ARRAY, "logged effort x this = torque: one value or one "
-                                                          "per joint of the model (unset: 1)"),
-            ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "added to the scaled torque [N m]: one value or "
-                                                           "one per joint (unset: 0)"),
-            ("mass_factor", Plausibility.mass_factor,
-             "arm: every body's mass within [m/K, m*K] of the model's (0: off)"),
-            ("extent_factor", Plausibility.extent_factor,
-             "arm: every body's mass inside this many times its nominal extent (0: off)"),
-            ("com_radius", Plausibility.com_radius,
-             "arm: every body's CoM within this of the model's, per axis [m] (0: off)"),
-            ("friction_prior", "model", "arm: prior of the joint terms: model, zero or a JSON file of "
-                                        "values by name"),
-            ("csv_columns", "", "CSV requests: the file's column of each field, e.g. time=timestamp,"
-                                "q=actual_q_{i},tau=actual_current_{i} (empty: the project's layout)"),
-            ("time_unit", "s", "CSV requests: unit of the time column (s, ms, us, ns)"),
-            ("controller", "", "iv/pc_iv without MotorCommand: pd:kp=K[,K..];kd=D[,D..] or "
-                               "velocity:kv=D[,D..] with the reference columns (empty: none)"),
-            ("known_payloads", "", "several bags (bag_path 'a,b,c'): JSON list, one entry per bag: null "
-                                   "or {\"body\": NAME, \"mass\": KG, \"com\": [X, Y, Z][, \"inertia\": "
-                                   "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]]} (empty: no payloads)"),
-            ("drive_gains", False, "several bags: identify a torque gain per joint (needs two different "
-                                   "known payloads)"),
-        ))
+        declare_parameters(self, PARAMETERS)
         self.add_on_set_parameters_callback(self._validate)
         self._models = RobotModelSource(self)
         self._busy = threading.Lock()

@@ -13,12 +13,18 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.resources import find_share_file
 
-__all__ = ["NodeProcess", "ros_value"]
+__all__ = ["NodeProcess", "ros_value", "stop_all", "terminate_as_interrupt"]
+
+#: set in a child's environment: the node asks the kernel for SIGTERM when its parent dies
+#: (:func:`sysid_ros.nodes.die_with_parent`), so no node outlives a killed demo or test
+DIE_WITH_PARENT = "SYSID_DIE_WITH_PARENT"
 
 
 def ros_value(value) -> str:
@@ -49,6 +55,9 @@ class NodeProcess:
             cmd += ["-p", f"{name}:={ros_value(value)}"]
         env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                    PYTHONUNBUFFERED="1")
+        env.pop(DIE_WITH_PARENT, None)  # (inherited: another process's pid)
+        if threading.current_thread() is threading.main_thread():  # Linux ties it to the forking thread
+            env[DIE_WITH_PARENT] = str(os.getpid())
         env.pop("ROS_STATIC_PEERS", None)
         if log is None:
             fd, name = tempfile.mkstemp(prefix=f"sysid_{module}_", suffix=".log")
@@ -89,3 +98,21 @@ class NodeProcess:
             if self._temporary:
                 self.log.unlink(missing_ok=True)
         return self.proc.returncode
+
+
+def stop_all(procs, timeout: float = 20.0) -> list[int]:
+    """Stop every process at once: SIGINT to all, then wait for each within one shared
+    ``timeout`` [s], killing what is left; returns their exit statuses in order."""
+    procs = list(procs)
+    for p in procs:
+        if p.proc.poll() is None:
+            p.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    return [p.stop(timeout=max(deadline - time.monotonic(), 0.1)) for p in procs]
+
+
+def terminate_as_interrupt() -> None:
+    """From now on SIGTERM raises :class:`KeyboardInterrupt` in the main thread, as SIGINT does, so
+    that a terminated run stops its children and finishes its files (no-op off the main thread)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)

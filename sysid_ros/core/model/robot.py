@@ -902,10 +902,28 @@ def _set_scalar(obj, attr: str, value: float) -> None:
         setattr(obj, attr, value)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (``os.umask`` sets it,
+    which another thread could see for a moment)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: never a
+    half-written file under the name. The file's mode is what ``open`` would give (0666 less the
+    umask, e.g. 0644), not the temporary file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -56,6 +56,8 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
     return session
 
 
+#: most parameters named in convergence.png's legend (the others drawn in grey)
+LEGEND_LINES = 12
 #: [Hz] above this data rate the whole-arm EKF is warned about (one filter update per sample)
 EKF_ARM_RATE = 1000.0
 
@@ -90,11 +92,23 @@ def plot_convergence(path: Path, est: OnlineEstimator) -> Path:
     t = np.array(est.log.t)
     theta = np.array(est.log.theta)
     final = np.where(np.abs(theta[-1]) > 1e-12, theta[-1], 1.0)
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-    axes[0].plot(t, theta / final, lw=0.8)
+    fig, axes = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    ratio = theta / final
+    names = list(est.target.names)
+    # every parameter with its name in the legend; beyond LEGEND_LINES, the ones that moved most
+    moved = np.nanmax(np.abs(np.clip(ratio, -1, 3) - 1.0), axis=0) if len(t) else np.zeros(len(names))
+    shown = set(np.argsort(-moved)[:LEGEND_LINES].tolist())
+    for k, name in enumerate(names):
+        if k in shown:
+            axes[0].plot(t, ratio[:, k], lw=0.8, label=name)
+        else:
+            axes[0].plot(t, ratio[:, k], lw=0.5, color="0.75")
     axes[0].set_ylabel("estimate / final")
     axes[0].set_ylim(-1, 3)
     axes[0].grid(alpha=0.3)
+    title = None if len(names) <= LEGEND_LINES else f"{LEGEND_LINES} of {len(names)} that moved most"
+    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", title=title,
+                   title_fontsize="x-small", frameon=False)
     div = np.array(est.log.divergence)
     if np.any(np.isfinite(div)):
         axes[1].semilogy(t, div, lw=1.0)

@@ -105,16 +105,17 @@ def plot_convergence(path: str | Path, times: np.ndarray, estimates: np.ndarray,
         masses.append(m)
         coms.append(np.asarray(phi[1:4]) / m)
     coms = np.array(coms)
-    fig, axes = plt.subplots(3 if divergence is not None else 2, 1, figsize=(8, 8), sharex=True)
+    fig, axes = plt.subplots(3 if divergence is not None else 2, 1, figsize=(9.5, 8), sharex=True)
+    outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": "small", "frameon": False}
     axes[0].plot(times, masses, label="online")
     axes[0].axhline(true_q.mass, color="k", ls="--", label="true")
     axes[0].set_ylabel("mass [kg]")
-    axes[0].legend()
+    axes[0].legend(**outside)
     for i, axis in enumerate("xyz"):
-        axes[1].plot(times, 1e3 * coms[:, i], label=f"c{axis}")
-        axes[1].axhline(1e3 * true_q.com[i], color=f"C{i}", ls="--")
+        axes[1].plot(times, 1e3 * coms[:, i], color=f"C{i}", label=f"c{axis} online")
+        axes[1].axhline(1e3 * true_q.com[i], color=f"C{i}", ls="--", label=f"c{axis} true")
     axes[1].set_ylabel("CoM [mm]")
-    axes[1].legend()
+    axes[1].legend(ncol=1, **outside)  # beside the data, never over it
     if divergence is not None:
         axes[2].semilogy(times, np.maximum(divergence, 1e-12))
         axes[2].set_ylabel("log-det divergence")

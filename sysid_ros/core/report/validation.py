@@ -661,7 +661,12 @@ def _plot_parameters(out: Path, checks: dict[str, CheckResult]) -> Path | None:
     if not panels:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 3.2 * len(panels)), squeeze=False)
+    # room for the rotated names under each panel (6 pt text: ~0.05 in per character) and a bar
+    # width each can be read at: every label inside the figure
+    longest = max((len(n) for series, *_ in panels for n in series["names"]), default=10)
+    bars = max((int(np.sum(series["scored"])) for series, *_ in panels), default=1)
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
+                             figsize=(max(10.0, 0.16 * bars), len(panels) * (2.4 + 0.045 * min(longest, 28))))
     for ax, (series, key, limit, label) in zip(axes[:, 0], panels, strict=True):
         scored = np.asarray(series["scored"])
         values = np.asarray(series[key])[scored]
