@@ -144,6 +144,8 @@ class EstimatorNode(Node):
 
     def destroy_node(self) -> None:
         """Process what is queued, then say what the session saw (and lost) before leaving."""
+        if not hasattr(self, "session"):  # refused while starting (its one line is said): nothing ran
+            return super().destroy_node()
         try:
             self._process(final=True)
             self.get_logger().info("estimator stopping: " + ", ".join(

@@ -45,6 +45,7 @@ from std_srvs.srv import Trigger
 
 from sysid_ros.core.data.bag import BagRecording, StampGaps, header_stamp_ns
 from sysid_ros.core.errors import DataError
+from sysid_ros.core.output_paths import check_file
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import PROGRESS
@@ -113,7 +114,14 @@ class RecorderNode(Node):
         storage = self._get("storage")
         if storage not in ("mcap", "sqlite3"):
             raise DataError(f"storage must be 'mcap' or 'sqlite3', got {storage!r}")
-        self._wanted = [t for t in self._get("topics") if t]
+        self._wanted = [t for t in (self._get("topics") or []) if t]
+        if not self._wanted:
+            raise DataError("topics: expected at least one topic to record (e.g. ['/joint_states']), "
+                            "got none")
+        output_path = Path(output).expanduser()
+        if output_path.exists():
+            raise DataError(f"output {output_path} exists; choose another output or remove it")
+        check_file(output_path, "output")  # a writable place, checked before anything is subscribed
         types = parameter_value(self, "types") or []
         if types and len(types) != len(self._wanted):
             raise DataError(f"types: expected one per topic ({len(self._wanted)}: {self._wanted}), "
@@ -128,7 +136,7 @@ class RecorderNode(Node):
         self._stats: dict[str, TopicStats] = {}
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
-        self.bag = BagRecording(Path(output).expanduser(), storage=storage)
+        self.bag = BagRecording(output_path, storage=storage)
         try:  # declared topics: subscribed now, so nothing published from the start is missed
             latched = set(self._get("latched_topics"))
             for topic, kind in declared.items():
@@ -366,7 +374,8 @@ class RecorderNode(Node):
         return response
 
     def destroy_node(self):
-        self.finish()
+        if hasattr(self, "_writer"):  # (a node refused while starting has no bag to finish)
+            self.finish()
         return super().destroy_node()
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from sysid_ros.core.errors import InterruptError, SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import payload_target
+from sysid_ros.core.output_paths import check_folder
 from sysid_ros.core.report.metrics import heldout_torque
 from sysid_ros.core.report.payload import (
     PayloadQuantities,
@@ -112,12 +113,12 @@ def run_demo(opts: DemoOptions) -> dict:
     model = RobotModel.from_mjcf(model_path)
     payload = Payload.parse(opts.payload)
     model.body_id(payload.body)  # a clear error for an unknown body, before anything starts
-    out = Path(opts.out).absolute()
+    out = check_folder(Path(opts.out).absolute())
+    domain = _domain_id(opts)
     bag = out / "bag"
     if bag.exists():
         shutil.rmtree(bag)
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    domain = _domain_id(opts)
     started = time.perf_counter()
     # physics at the published rate (500 Hz is the default robot's own MJCF time step): every
     # published state is a physics step, so differentiated samples match the published torques
@@ -222,18 +223,60 @@ SETTLE = 1.0
 
 
 def _domain_id(opts: DemoOptions) -> int:
-    """The DDS domain: the option, else the user's ``ROS_DOMAIN_ID``, else one of 1-101 chosen
-    from the process id (a private domain for a demo beside other ROS work)."""
-    if opts.domain_id is not None:
-        chosen = int(opts.domain_id)
-    elif os.environ.get("ROS_DOMAIN_ID", "").strip():
-        chosen = int(os.environ["ROS_DOMAIN_ID"])
-    else:
-        chosen = 1 + os.getpid() % 101
-    if not 0 <= chosen <= 101:
-        raise SysIdError(f"ROS domain id must be in 0-101 (the range whose ports every DDS "
-                         f"implementation supports), got {chosen}")
-    return chosen
+    """The DDS domain: the option, else the user's ``ROS_DOMAIN_ID``, else a free one of 1-101
+    starting from one chosen by the process id. A domain already in use (other nodes in its graph on
+    this machine: another demo, a robot's graph) would mix two graphs: a chosen one is refused with
+    the nodes found, an automatic one skipped for the next."""
+    given = opts.domain_id if opts.domain_id is not None else os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if given != "" and given is not None:
+        try:
+            chosen = int(given)
+        except ValueError:
+            raise SysIdError(f"ROS_DOMAIN_ID must be a number in 0-101, got {given!r}") from None
+        if not 0 <= chosen <= 101:
+            raise SysIdError(f"ROS domain id must be in 0-101 (the range whose ports every DDS "
+                             f"implementation supports), got {chosen}")
+        others = _nodes_in_domain(chosen)
+        if others:
+            source = "--domain-id" if opts.domain_id is not None else "ROS_DOMAIN_ID"
+            raise SysIdError(f"ROS domain {chosen} ({source}) is in use on this machine by nodes "
+                             f"{others[:5]}{' ...' if len(others) > 5 else ''}: the demo's graph would mix "
+                             "with it; give a free one with --domain-id N (0-101), or unset ROS_DOMAIN_ID "
+                             "to let the demo choose")
+        return chosen
+    first = 1 + os.getpid() % 101
+    for k in range(101):
+        candidate = 1 + (first - 1 + k) % 101
+        if not _nodes_in_domain(candidate):
+            return candidate
+    raise SysIdError("every ROS domain 1-101 is in use on this machine; give one with --domain-id N")
+
+
+#: [s] how long the demo listens for other nodes in a domain before taking it
+DOMAIN_PROBE_TIME = 2.0
+
+
+def _nodes_in_domain(domain: int) -> list[str]:
+    """Names of the (visible) nodes discovered in ``domain`` on this machine within
+    :data:`DOMAIN_PROBE_TIME`."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    try:
+        probe = rclpy.create_node("sysid_demo_domain_probe", context=context)
+        try:
+            deadline = time.monotonic() + DOMAIN_PROBE_TIME
+            while True:
+                names = sorted({n for n, _ in probe.get_node_names_and_namespaces()
+                                if n != probe.get_name() and not n.startswith("_")})
+                if names or time.monotonic() > deadline:
+                    return names
+                time.sleep(0.1)
+        finally:
+            probe.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
 
 
 def _bag_check(path: Path) -> str:

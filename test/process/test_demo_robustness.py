@@ -100,3 +100,25 @@ def test_a_signal_to_the_demo_ends_every_node_and_finalises_the_bag(tmp_path, ro
     assert not [p for p in nodes if _alive(p)]  # none orphaned
     assert (out / "bag" / "metadata.yaml").is_file()  # the bag is finalised under its name
     assert not list(out.glob(".bag.partial-*"))
+
+
+@pytest.mark.timeout(300)
+def test_a_domain_in_use_is_refused_with_the_nodes_found(tmp_path, ros_domain_id):
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    intruder = rclpy.create_node("someone_elses_node", context=context)
+    try:
+        out = tmp_path / "demo"
+        env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+        proc = _demo("--domain-id", str(ros_domain_id), "--duration", "2", "--out", str(out), env=env)
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        intruder.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert proc.returncode == 1, stderr
+    assert stderr.count("\n") == 1, stderr
+    assert stderr.startswith(f"sysid demo: error: ROS domain {ros_domain_id} (--domain-id) is in use on this "
+                             "machine by nodes ['someone_elses_node']"), stderr
+    assert not out.exists()  # refused before anything was written or started

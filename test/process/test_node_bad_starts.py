@@ -1,0 +1,57 @@
+"""A node refused at start says why in one line and exits 1: no traceback, no second error from
+tearing down the half-built node, nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+def _run(module: str, domain_id: int, *params: str) -> tuple[int, str]:
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    cmd = [sys.executable, "-m", f"sysid_ros.nodes.{module}", "--ros-args"]
+    for p in params:
+        cmd += ["-p", p]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)
+
+
+def test_recorder_without_topics(tmp_path, ros_domain_id):
+    code, out = _run("recorder", ros_domain_id, "topics:=[]", f"output:={tmp_path / 'bag'}")
+    assert code == 1
+    assert out.strip().splitlines() == ["[RecorderNode] cannot start: topics: expected at least one topic to "
+                                        "record (e.g. ['/joint_states']), got none"], out
+    assert not list(tmp_path.iterdir())
+
+
+def test_recorder_with_an_unwritable_output(read_only, ros_domain_id):
+    code, out = _run("recorder", ros_domain_id, f"output:={read_only / 'bag'}")
+    assert code == 1
+    assert out.strip().splitlines() == [f"[RecorderNode] cannot start: output {read_only / 'bag'}: cannot "
+                                        f"write in {read_only} (Read-only file system)"], out
+
+
+def test_estimator_with_a_bad_model_path(ros_domain_id):
+    code, out = _run("estimator", ros_domain_id, "model_path:=/nonexistent/arm.xml")
+    assert code == 1
+    assert out.strip().splitlines() == ["[EstimatorNode] cannot start: expected an MJCF or URDF file, got "
+                                        "'/nonexistent/arm.xml' (not found)"], out
