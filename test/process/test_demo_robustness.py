@@ -122,3 +122,23 @@ def test_a_domain_in_use_is_refused_with_the_nodes_found(tmp_path, ros_domain_id
     assert stderr.startswith(f"sysid demo: error: ROS domain {ros_domain_id} (--domain-id) is in use on this "
                              "machine by nodes ['someone_elses_node']"), stderr
     assert not out.exists()  # refused before anything was written or started
+
+
+def test_a_free_running_recording_is_accepted_within_its_loss_bound(tmp_path):
+    from conftest import TEST_ROBOTS
+
+    from sysid_ros.core.data.bag import dataset_topics, write_bag
+    from sysid_ros.core.model.robot import RobotModel
+    from sysid_ros.core.sim.synthetic import simulate_dataset
+    from sysid_ros.nodes.sim_demo import _accepted_losses
+
+    ds = simulate_dataset(RobotModel.from_mjcf(TEST_ROBOTS / "ur5e.xml"), duration=2.0, seed=1)  # 1000 states
+    bag = write_bag(tmp_path / "bag", dataset_topics(ds))
+    commands_only = "LOST DATA: /motor_command: 0 lost (DDS), 17556 missing in stamp gaps"
+    line = _accepted_losses(commands_only, bag)
+    assert line.startswith("free-running run: 0 of 1000 joint states not recorded (0.00 %, within the 1 % ")
+    few = "LOST DATA: /joint_states: 2 lost (DDS), 3 missing in stamp gaps; " + commands_only[11:]
+    assert "5 of 1005 joint states not recorded (0.50 %" in _accepted_losses(few, bag)
+    assert _accepted_losses("LOST DATA: /joint_states: 0 lost (DDS), 11 missing in stamp gaps", bag) is None
+    assert _accepted_losses("LOST DATA: /motor_command: 4 lost (DDS), 0 missing in stamp gaps", bag) is None
+    assert _accepted_losses("LOST DATA: something else", bag) is None
