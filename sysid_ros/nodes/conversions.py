@@ -3,7 +3,8 @@
 ``sysid_ros/ParameterEstimate`` is built only here: :func:`to_estimate_msg` from an
 :class:`~sysid_ros.core.result.IdentificationResult` (batch solver, estimator node) and
 :func:`to_truth_msg` for a simulator's true parameters (method ``"truth"``); :func:`truth_from_msg`
-reads such a message back as a truth document.
+reads such a message back as a truth document. So are ``sysid_ros/Precision``
+(:func:`to_precision_msg`) and the payload's ``geometry_msgs/Inertia`` (:func:`to_inertia_msg`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sysid_ros.core.data.bag import truth_from_estimate
-from sysid_ros.core.result import IdentificationResult
-from sysid_ros.msg import ParameterEstimate
+from geometry_msgs.msg import Inertia
 
-__all__ = ["to_estimate_msg", "to_truth_msg", "truth_from_msg"]
+from sysid_ros.core.data.bag import truth_from_estimate
+from sysid_ros.core.model.robot import inertial_from_body_params
+from sysid_ros.core.online.precision import Precision as EstimatePrecision
+from sysid_ros.core.result import IdentificationResult
+from sysid_ros.msg import ParameterEstimate, Precision
+
+__all__ = ["to_estimate_msg", "to_inertia_msg", "to_precision_msg", "to_truth_msg", "truth_from_msg"]
 
 
 def to_estimate_msg(result: IdentificationResult, *, divergence_to_prior: float = math.nan,
@@ -74,3 +79,28 @@ def truth_from_msg(msg: ParameterEstimate) -> dict[str, Any]:
     """The truth document (as in a simulated bag's ``truth.json``) of a truth message; decode a
     target's vector from it with :func:`sysid_ros.core.report.metrics.truth_parameters`."""
     return truth_from_estimate(msg.names, msg.values)
+
+
+def to_inertia_msg(theta) -> Inertia:
+    """``geometry_msgs/Inertia`` of a payload's 10 parameters ``θ = [m, h, I_origin]`` (body frame,
+    about the body origin): mass [kg], CoM ``c = h/m`` [m] in the payload body's frame, inertia
+    about the CoM [kg·m²] (what UR's ``set_payload`` and Franka's ``setLoad`` take)."""
+    m, com, i_com = inertial_from_body_params(theta)
+    msg = Inertia(m=float(m))
+    msg.com.x, msg.com.y, msg.com.z = (float(v) for v in com)
+    msg.ixx, msg.ixy, msg.ixz = float(i_com[0, 0]), float(i_com[0, 1]), float(i_com[0, 2])
+    msg.iyy, msg.iyz, msg.izz = float(i_com[1, 1]), float(i_com[1, 2]), float(i_com[2, 2])
+    return msg
+
+
+def to_precision_msg(precision: EstimatePrecision, *, target: str, target_precision: float,
+                     sample_count: int, stamp=None) -> Precision:
+    """``sysid_ros/Precision`` of :class:`~sysid_ros.core.online.precision.Precision`."""
+    msg = Precision(target=target, names=list(precision.names), values=precision.values.tolist(),
+                    std_dev=precision.std.tolist(), relative_std=precision.relative_std.tolist(),
+                    required=[bool(r) for r in precision.required], target_precision=float(target_precision),
+                    reached=bool(target_precision > 0 and precision.reached(target_precision)),
+                    sample_count=int(sample_count))
+    if stamp is not None:
+        msg.header.stamp = stamp
+    return msg

@@ -29,6 +29,16 @@ Parameters changed at run time apply at once: session options and the model rebu
 Topics are relative names, set by remapping (``-r joint_states:=/arm/joint_states``): subscribes
 ``joint_states`` and ``sim/true_parameters`` (latched truth from a simulator, for scoring),
 publishes ``~/estimate``, ``~/progress`` and ``~/lag``.
+
+ros2_control arms: ``joint_states`` from ``joint_state_broadcaster`` are taken as they are (names
+in any order, effort as joint torque); a driver that publishes motor currents is converted with
+``torque_scale`` and ``torque_offset`` (τ = scale · effort + offset, per joint or one for all).
+With each estimate ``~/precision`` (``sysid_ros/Precision``, latched: the relative standard
+deviation of each identified direction, :mod:`~sysid_ros.core.online.precision`) is published;
+what ``trajectory_publisher``'s ``until_precision`` waits for. A payload target publishes its
+estimate as ``geometry_msgs/Inertia`` (mass, CoM in the payload body's frame, inertia about the
+CoM) on the latched ``~/payload`` once every required direction reaches ``payload_precision``;
+service ``~/commit_payload`` (``std_srvs/Trigger``) publishes the current one on demand.
 """
 
 from __future__ import annotations
@@ -43,12 +53,14 @@ from pathlib import Path
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Inertia
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
@@ -57,11 +69,18 @@ from std_srvs.srv import Trigger
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.model.target import Target, arm_target, payload_target
-from sysid_ros.core.online.session import OPTION_HELP, OnlineOptions, OnlineSession, StreamEvent
+from sysid_ros.core.online.precision import estimate_precision
+from sysid_ros.core.online.session import (
+    OPTION_HELP,
+    OnlineEstimate,
+    OnlineOptions,
+    OnlineSession,
+    StreamEvent,
+)
 from sysid_ros.core.result import SolverStatus, estimate_result
-from sysid_ros.msg import ParameterEstimate
+from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
-from sysid_ros.nodes.conversions import to_estimate_msg
+from sysid_ros.nodes.conversions import to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.nodes.robot_model import MODEL_PARAMETER_NAMES, MODEL_PARAMETERS, RobotModelSource
@@ -84,6 +103,16 @@ NODE_PARAMETERS = (
     ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort "
                               "(set at start)"),
     ("output_dir", "sysid_estimates", "where ~/save writes"),
+    ("torque_scale", Parameter.Type.DOUBLE_ARRAY,
+     "joint torque = torque_scale · effort + torque_offset, per joint (model order) or one for all "
+     "[N·m per effort unit] (unset = 1: effort is the joint torque; e.g. N·m/A for currents)"),
+    ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "[N·m] per joint or one for all (unset = 0)"),
+    ("payload_precision", 0.02,
+     "payload target: ~/payload is published once every required direction's relative std is at "
+     "or below this (0 = only on ~/commit_payload)"),
+    ("precision_inertia", False,
+     "payload target: the inertia about the CoM is required too (Franka setLoad), not only mass and "
+     "CoM (UR set_payload)"),
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
 #: what a change of each parameter at run time does (session options: rebuild the session)
@@ -128,6 +157,8 @@ class EstimatorNode(Node):
         self.create_subscription(ParameterEstimate, "sim/true_parameters", self._on_truth,
                                  LATCHED, callback_group=self._io_group)
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
+        self._precision_pub = self.create_publisher(Precision, "~/precision", LATCHED)
+        self._payload_pub = self.create_publisher(Inertia, "~/payload", LATCHED)
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
         self._lag = self.create_publisher(Float64, "~/lag", LATCHED)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -135,6 +166,8 @@ class EstimatorNode(Node):
         self._start_timers()
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=self._work_group)
         self.create_service(Trigger, "~/save", self._on_save, callback_group=self._work_group)
+        self.create_service(Trigger, "~/commit_payload", self._on_commit_payload,
+                            callback_group=self._work_group)
         self._announce()
 
     @property
@@ -186,6 +219,14 @@ class EstimatorNode(Node):
                 return SetParametersResult(successful=False, reason=str(exc))
         for prm in params:
             value = requested_value(self, prm)
+            if prm.name in ("torque_scale", "torque_offset"):
+                try:
+                    self._torque_map(lambda name, p=prm, v=value: v if name == p.name else self._get(name))
+                except SysIdError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+            if prm.name == "payload_precision" and not value >= 0:
+                return SetParametersResult(successful=False,
+                                           reason=f"payload_precision must be >= 0, got {value}")
             if prm.name in ("publish_rate", "process_rate", "max_queue") and not value > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"{prm.name} must be > 0, got {prm.value}")
@@ -212,6 +253,8 @@ class EstimatorNode(Node):
         they change)."""
         self.target, self.options = self._target_and_options(self._get)
         self.joint_names = self.target.model.dof_joint_names
+        self._scale, self._offset = self._torque_map(self._get)
+        self._payload_sent = False  # ~/payload published for this session
         self._columns.clear()
         self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target))
 
@@ -228,6 +271,22 @@ class EstimatorNode(Node):
         target = (arm_target(model, prior=prior) if kind == "arm"
                   else payload_target(model, kind, prior=prior))
         return target, OnlineOptions(**{name: get(name) for name, _, _ in SESSION_PARAMETERS})
+
+    def _torque_map(self, get) -> tuple[np.ndarray, np.ndarray]:
+        """``(scale (n,), offset (n,))`` of τ = scale · effort + offset from the parameter values
+        ``get(name)``; :class:`SysIdError` naming what is wrong."""
+        names = list(self.joint_names)
+        out = []
+        for name, unset in (("torque_scale", 1.0), ("torque_offset", 0.0)):
+            value = get(name)
+            arr = np.asarray(value if value is not None and len(value) else [unset], dtype=float)
+            if arr.size == 1:
+                arr = np.full(len(names), float(arr[0]))
+            if arr.shape != (len(names),) or not np.all(np.isfinite(arr)):
+                raise SysIdError(f"{name}: expected one finite number or {len(names)} (one per joint "
+                                 f"{names}), got {list(value)}")
+            out.append(arr)
+        return out[0], out[1]
 
     def _truth_for(self, target: Target) -> np.ndarray | None:
         """The simulator's true parameters in ``target``'s layout (None when unknown)."""
@@ -333,7 +392,7 @@ class EstimatorNode(Node):
                 continue
             t.append(stamp_ns * 1e-9)
             q.append(np.asarray(msg.position, dtype=float)[cols])
-            tau.append(np.asarray(msg.effort, dtype=float)[cols])
+            tau.append(self._scale * np.asarray(msg.effort, dtype=float)[cols] + self._offset)
             if velocities and len(msg.velocity) == len(names):
                 dq.append(np.asarray(msg.velocity, dtype=float)[cols])
             else:
@@ -375,10 +434,12 @@ class EstimatorNode(Node):
                                         nanosec=self._progress_ns % 1_000_000_000))
 
     # ------------------------------------------------------------------------------ outputs
-    def _estimate_message(self) -> ParameterEstimate:
-        """The estimate, stamped with the data time of the last sample folded into it."""
-        with self._lock:
-            est = self.session.snapshot()
+    def _estimate_message(self, est: OnlineEstimate | None = None) -> ParameterEstimate:
+        """The estimate ``est`` (default: the session's now), stamped with the data time of the
+        last sample folded into it."""
+        if est is None:
+            with self._lock:
+                est = self.session.snapshot()
         result = estimate_result(self.target, est.theta, method=est.method, std=est.std, rank=est.rank,
                                  condition_number=est.condition_number, residual_rms=est.residual_rms,
                                  n_samples=est.updates, solver=SolverStatus(solver=self.options.estimator),
@@ -391,10 +452,45 @@ class EstimatorNode(Node):
     def _publish(self) -> None:
         if not self.session.estimator.samples:
             return
-        msg = self._estimate_message()
+        with self._lock:
+            est, cov = self.session.snapshot(), self.session.covariance()
+        msg = self._estimate_message(est)
         self._publisher.publish(msg)
+        precision = estimate_precision(self.target, est.theta, cov,
+                                       inertia_required=bool(self._get("precision_inertia")))
+        goal = float(self._get("payload_precision"))
+        self._precision_pub.publish(to_precision_msg(precision, target=est.target, target_precision=goal,
+                                                     sample_count=est.updates, stamp=msg.header.stamp))
+        if (self.target.kind == "payload" and not self._payload_sent and goal > 0
+                and precision.reached(goal) and est.theta[0] > 0):
+            self._payload_sent = True
+            inertia = to_inertia_msg(est.theta)
+            self._payload_pub.publish(inertia)
+            self.get_logger().info(f"payload published on {self._payload_pub.topic_name} (every required "
+                                   f"direction within {goal:g}): {_describe(inertia)}")
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         self._lag.publish(Float64(data=self.get_clock().now().nanoseconds * 1e-9 - stamp))
+
+    def _on_commit_payload(self, request, response):
+        """Publish the current payload estimate on ``~/payload`` now."""
+        if self.target.kind != "payload":
+            response.success, response.message = False, "no payload: the target is the whole arm"
+            return response
+        with self._lock:
+            est, cov = self.session.snapshot(), self.session.covariance()
+        if not est.updates or not est.theta[0] > 0:
+            response.success = False
+            response.message = f"no payload estimate yet ({est.updates} updates, mass {est.theta[0]:.4g} kg)"
+            return response
+        inertia = to_inertia_msg(est.theta)
+        self._payload_pub.publish(inertia)
+        self._payload_sent = True
+        worst, rel = estimate_precision(self.target, est.theta, cov,
+                                        inertia_required=bool(self._get("precision_inertia"))).worst()
+        response.success = True
+        response.message = f"published {_describe(inertia)}; least precise required: {worst} {rel:.3g}"
+        self.get_logger().info(f"payload committed on {self._payload_pub.topic_name}: {response.message}")
+        return response
 
     def _on_reset(self, request, response):
         with self._lock:
@@ -429,6 +525,13 @@ class EstimatorNode(Node):
         except (SysIdError, OSError) as exc:
             response.success, response.message = False, f"could not save: {exc}"
         return response
+
+
+def _describe(inertia: Inertia) -> str:
+    return (f"m = {inertia.m:.4f} kg, CoM = ({inertia.com.x:.4f}, {inertia.com.y:.4f}, "
+            f"{inertia.com.z:.4f}) m, "
+            f"I_c = [{inertia.ixx:.3g}, {inertia.iyy:.3g}, {inertia.izz:.3g}, {inertia.ixy:.3g}, "
+            f"{inertia.ixz:.3g}, {inertia.iyz:.3g}] kg·m²")
 
 
 def main(args=None) -> None:

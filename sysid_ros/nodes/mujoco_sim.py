@@ -32,6 +32,18 @@ reset state is published. Topic names are relative (``/joint_states`` ... in the
 namespace or remapping (``--ros-args -r joint_states:=/arm/joint_states``). The physics lives in
 :class:`sysid_ros.core.sim.mit_simulator.MitSimulator` (stepping
 :class:`sysid_ros.core.sim.plant.MitPlant`).
+
+``input: joint_trajectory`` makes the robot a position-controlled industrial arm as a ros2_control
+stack presents it (:class:`~sysid_ros.core.sim.position_controlled.PositionControlledArm`): it
+takes ``trajectory_msgs/JointTrajectory`` on ``<controller>/joint_trajectory``, interpolates it
+as joint_trajectory_controller does (a new message replaces the rest of the running trajectory
+from its header stamp on; stamp 0 = now; no waypoints = stop and hold), tracks it with its own
+controller (the bare arm's inverse dynamics plus a stiff PD loop at ``tracking_bandwidth``,
+unknown to the estimator) and publishes ``joint_states`` with effort = joint torque, or motor
+current ``τ / drive_gain`` plus ``current_noise`` where ``drive_gain`` is set. With
+``reject_beyond_limits`` it refuses (whole, with a warning) a trajectory with a waypoint beyond
+the joint ranges, ``max_velocity`` and ``max_acceleration``. In lockstep, a state stamped ``t`` is
+followed by the next step once the trajectories received reach ``t``.
 """
 
 from __future__ import annotations
@@ -48,10 +60,13 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
 
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.sim.joint_trajectory import TrajectoryPoints
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions
 from sysid_ros.core.sim.plant import Push, SensorModel, SimulationError
+from sysid_ros.core.sim.position_controlled import DriveOutput, PositionControlledArm, TrajectoryLimits
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
@@ -91,6 +106,24 @@ PARAMETERS = (
     ("pushes", Parameter.Type.STRING_ARRAY,
      "external pushes (unexpected contacts), each 'body=NAME,force=FX,FY,FZ[,torque=TX,TY,TZ],"
      "start=S,duration=S' [N, N·m, s simulated; world axes, at the body's centre of mass]"),
+    ("input", "motor_command",
+     "motor_command (MIT commands, Damiao motors) | joint_trajectory (a ros2_control arm: "
+     "JointTrajectory on <controller>/joint_trajectory)"),
+    ("controller", "joint_trajectory_controller", "joint_trajectory input: the controller's name"),
+    ("tracking_bandwidth", 10.0, "joint_trajectory input: the arm's own tracking loop [Hz]"),
+    ("drive_gain", Parameter.Type.DOUBLE_ARRAY,
+     "joint_trajectory input: effort published as current τ/drive_gain [A] with this gain [N·m/A] "
+     "per joint (or one for all; unset = effort is the joint torque [N·m])"),
+    ("current_noise", 0.0, "joint_trajectory input with drive_gain: current noise σ [A]"),
+    ("reject_beyond_limits", False,
+     "joint_trajectory input: refuse trajectories with a waypoint beyond the joint ranges, "
+     "max_velocity, max_acceleration"),
+    ("max_velocity", 0.0, "joint_trajectory input: the controller's speed limit [rad/s] (0 = the model's)"),
+    ("max_acceleration", 0.0, "joint_trajectory input: the controller's acceleration limit [rad/s²] "
+                              "(0 = unchecked)"),
+    ("joint_order", Parameter.Type.STRING_ARRAY,
+     "the order joint_states names the joints (as a joint_state_broadcaster may: e.g. alphabetical; "
+     "unset = the model's)"),
     ("lockstep", False, "advance physics only when the graph has caught up (deterministic runs)"),
     ("lockstep_command", True, "lockstep: wait for a command stamped at or after each published state"),
     ("lockstep_wait_for", Parameter.Type.STRING_ARRAY,
@@ -110,7 +143,12 @@ class MujocoSimNode(Node):
         models = RobotModelSource(self)
         self.model = models.load()
         model_path = models.origin
-        self.sim = MitSimulator(self.model, self._options())
+        self.trajectory_input = self._get("input") == "joint_trajectory"
+        if self._get("input") not in ("motor_command", "joint_trajectory"):
+            raise SysIdError(f"parameter input: expected motor_command or joint_trajectory, got "
+                             f"{self._get('input')!r}")
+        self.arm = self._arm() if self.trajectory_input else None
+        self.sim = self.arm.sim if self.arm is not None else MitSimulator(self.model, self._options())
         self.rate = float(self._get("rate"))
         self.rtf = float(self._get("real_time_factor"))
         self.publish_every = max(1, int(self._get("publish_every")))
@@ -118,12 +156,23 @@ class MujocoSimNode(Node):
         self.duration = float(self._get("duration"))
         self.rejected = 0
         self._joint_msg = JointState()
-        self._joint_msg.name = list(self.sim.joint_names)
+        order = [n for n in (self._get("joint_order") or []) if n]
+        if order and sorted(order) != sorted(self.sim.joint_names):
+            raise SysIdError(f"parameter joint_order: expected the joints {list(self.sim.joint_names)} "
+                             f"in any order, got {order}")
+        self._joint_msg.name = order or list(self.sim.joint_names)
+        self._order = [list(self.sim.joint_names).index(n) for n in self._joint_msg.name]
         self._clock_msg = Clock()
         self._state_pub = self.create_publisher(JointState, JOINT_STATES, STREAM)
         self._clock_pub = self.create_publisher(Clock, CLOCK, 10)
         self._truth_pub = self.create_publisher(ParameterEstimate, TRUTH, LATCHED)
-        self._command_sub = self.create_subscription(MotorCommand, MOTOR_COMMAND, self._on_command, STREAM)
+        if self.arm is not None:
+            self._command_sub = self.create_subscription(
+                JointTrajectory, f"{self._get('controller')}/joint_trajectory", self._on_trajectory,
+                QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        else:
+            self._command_sub = self.create_subscription(MotorCommand, MOTOR_COMMAND, self._on_command,
+                                                         STREAM)
         self._lock = threading.Lock()
         self._caught_up = threading.Condition(self._lock)
         self.lockstep = bool(self._get("lockstep"))
@@ -145,6 +194,7 @@ class MujocoSimNode(Node):
             f"real-time factor {'max' if self.rtf <= 0 else f'{self.rtf:g}'}"
             + (f", lockstep with {'the commands and ' if self.lockstep_command else ''}"
                f"{list(self.progress) or 'no progress topic'}" if self.lockstep else "")
+            + (f", a position-controlled arm on {self._command_sub.topic_name}" if self.arm else "")
             + (f", payload {self._get('payload')}" if self._get("payload") else "")
             + (f", pushes {list(self._get('pushes'))}" if self._get("pushes") else ""))
         self._publish_truth()  # last: the latched truth says the simulator is running
@@ -175,6 +225,22 @@ class MujocoSimNode(Node):
             initial_position=None if initial is None or len(initial) == 0 else np.array(initial, dtype=float),
             integrator=str(self._get("integrator")), pushes=pushes)
 
+    def _arm(self) -> PositionControlledArm:
+        """The position-controlled arm of the ``joint_trajectory`` input."""
+        limits = None
+        if self._get("reject_beyond_limits"):
+            acc = float(self._get("max_acceleration"))
+            limits = TrajectoryLimits.of(self.model, acceleration=acc if acc > 0 else None)
+            vmax = float(self._get("max_velocity"))
+            if vmax > 0:
+                limits.velocity = np.minimum(limits.velocity, vmax)
+        n = len(self.model.dof_joint_names)
+        gain = self._get("drive_gain")
+        output = DriveOutput(n, None if gain is None or len(gain) == 0 else np.asarray(gain, dtype=float),
+                             float(self._get("current_noise")), int(self._get("noise_seed")) + 1)
+        return PositionControlledArm(self.model, self._options(), limits=limits, output=output,
+                                     bandwidth_hz=float(self._get("tracking_bandwidth")))
+
     def _publish_truth(self) -> None:
         self._truth_pub.publish(to_truth_msg(*self.sim.true_parameters()))
 
@@ -191,6 +257,23 @@ class MujocoSimNode(Node):
             self.get_logger().warning(f"command rejected ({self.rejected} so far): {exc}",
                                       throttle_duration_sec=2.0)
 
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        """A JointTrajectory: replaces the rest of the running one from its stamp (0: now)."""
+        start = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        try:
+            points = TrajectoryPoints.from_message(
+                self.sim.joint_names, msg.joint_names,
+                [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points],
+                [p.positions for p in msg.points], [p.velocities for p in msg.points],
+                [p.accelerations for p in msg.points])
+            with self._lock:
+                self.arm.trajectory(points, start=start)
+                self._caught_up.notify_all()
+        except SysIdError as exc:
+            self.rejected += 1
+            self.get_logger().warning(f"trajectory rejected ({self.rejected} so far): {exc}",
+                                      throttle_duration_sec=2.0)
+
     def _progress_callback(self, topic: str) -> Callable[[Time], None]:
         def on_progress(msg: Time) -> None:
             with self._lock:
@@ -205,8 +288,9 @@ class MujocoSimNode(Node):
             return self._unmatched()
         last_state = (self.sim.step_count - 1) / self.rate  # stamp of the newest published state
         waits = []
-        if self.lockstep_command and self.sim.command_horizon < last_state - 1e-9:
-            waits.append(f"a command stamped >= {last_state:.3f} s (newest {self.sim.command_horizon:.3f} s)")
+        horizon = self.arm.horizon if self.arm is not None else self.sim.command_horizon
+        if self.lockstep_command and horizon < last_state - 1e-9:
+            waits.append(f"a command reaching {last_state:.3f} s (newest {horizon:.3f} s)")
         for topic, done in self.progress.items():
             if done < last_state - self.window - 1e-9:
                 waits.append(f"{topic} >= {last_state - self.window:.3f} s (at {done:.3f} s)")
@@ -265,10 +349,12 @@ class MujocoSimNode(Node):
                         self.get_logger().info(f"simulated {self.duration:g} s: stepping stopped")
                         return
                 if now - last_report > 5.0:
+                    taken = (f"{self.sim.counters['commands']} commands" if self.arm is None else
+                             f"{self.arm.follower.accepted} trajectories, {self.rejected} rejected")
                     self.get_logger().info(
                         f"t = {self.sim.time:.1f} s, real-time factor "
                         f"{(self.sim.step_count - steps0) / self.rate / max(now - wall0, 1e-9):.2f}, "
-                        f"mode {self.sim.mode}, {self.sim.counters['commands']} commands")
+                        f"mode {self.sim.mode}, {taken}")
                     last_report = now
         except SimulationError as exc:  # diverged: MuJoCo reset the robot; publish no reset state
             self.get_logger().fatal(f"simulation stopped, no more joint states are published: {exc}")
@@ -288,7 +374,7 @@ class MujocoSimNode(Node):
     def _step_once(self) -> None:
         k = self.sim.step_count
         with self._lock:
-            sample = self.sim.step()
+            sample = self.sim.step() if self.arm is None else self.arm.step()
         if k % self.clock_every == 0:
             sec, nsec = _split(self.sim.time)
             self._clock_msg.clock.sec, self._clock_msg.clock.nanosec = sec, nsec
@@ -296,9 +382,10 @@ class MujocoSimNode(Node):
         if sample is not None and k % self.publish_every == 0:
             msg = self._joint_msg
             msg.header.stamp.sec, msg.header.stamp.nanosec = _split(sample.t)
-            msg.position = sample.q.tolist()
-            msg.velocity = sample.dq.tolist()
-            msg.effort = sample.tau.tolist()
+            order = self._order
+            msg.position = sample.q[order].tolist()
+            msg.velocity = sample.dq[order].tolist()
+            msg.effort = (sample.tau if self.arm is None else self.arm.last_effort)[order].tolist()
             self._state_pub.publish(msg)
 
 

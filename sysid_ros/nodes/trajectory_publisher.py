@@ -23,6 +23,21 @@ Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current 
 Topics (relative names: remap them, e.g. ``--ros-args -r joint_states:=/arm/joint_states``):
 subscribes ``joint_states`` (``sensor_msgs/JointState``), publishes ``motor_command``
 (``sysid_ros/MotorCommand``) and ``~/done``.
+
+ros2_control arms (``interface: joint_trajectory``, ``controller: NAME``): the same run goes to
+the arm's joint_trajectory_controller as ``trajectory_msgs/JointTrajectory`` on
+``NAME/joint_trajectory`` (``interface: follow_joint_trajectory``: as goals of the
+``control_msgs/FollowJointTrajectory`` action ``NAME/follow_joint_trajectory``, where control_msgs
+is installed), in chunks of waypoints (:class:`~sysid_ros.core.excitation.waypoints.WaypointStream`:
+positions, velocities, accelerations, ``time_from_start``; joint names from the model; within the
+limits; from the measured pose with a smooth approach), each stamped to start where the previous one
+ends and sent ``send_ahead`` [s] before the arm needs it, so an arm whose commander stops stops at
+the end of what it got. With ``until_precision: P`` the excitation repeats until every required
+direction of the estimator's ``estimator/precision`` (``sysid_ros/Precision``) has a relative
+standard deviation ≤ P, or ``max_duration`` [s] has passed, then returns to the start pose and says
+which directions stayed above P. Outside lockstep, a run whose joint states stop for
+``state_timeout`` [s] (wall clock) is stopped: an empty trajectory (the controller holds where it
+is) and an error naming the silence.
 """
 
 from __future__ import annotations
@@ -37,12 +52,14 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.design import choose_excitation
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan
-from sysid_ros.msg import MotorCommand
+from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
+from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
@@ -72,7 +89,25 @@ PARAMETERS = (
     ("lockstep", False,
      "a lockstep simulator waits for this node: deterministic start, grid commands sent ahead"),
     ("lead_time", 0.02, "lockstep: send commands this far [s] ahead of the newest joint state"),
+    ("interface", "motor_command",
+     "motor_command (MIT commands: Damiao motors, mujoco_sim) | joint_trajectory | "
+     "follow_joint_trajectory (a ros2_control joint_trajectory_controller)"),
+    ("controller", "joint_trajectory_controller",
+     "ros2_control: the controller (topic <controller>/joint_trajectory, action "
+     "<controller>/follow_joint_trajectory)"),
+    ("waypoint_spacing", 0.02, "ros2_control: time between waypoints [s]"),
+    ("chunk_time", 2.0, "ros2_control: waypoints per trajectory message [s]"),
+    ("send_ahead", 1.0, "ros2_control: send the next message this long [s] before the arm needs it"),
+    ("until_precision", 0.0,
+     "ros2_control: excite until every required direction of estimator/precision has a relative "
+     "std <= this (0 = excitation_time)"),
+    ("max_duration", 120.0, "until_precision: longest approach + excitation [s] before returning"),
+    ("state_timeout", 1.0, "ros2_control, not lockstep: stop the run after this silence of the "
+                           "joint states [s, wall clock]"),
 )
+#: [s] outside lockstep, a ros2_control run starts this long after the newest joint state (the
+#: first message reaches the controller before it is due)
+START_DELAY = 0.25
 
 
 class TrajectoryPublisherNode(Node):
@@ -109,6 +144,13 @@ class TrajectoryPublisherNode(Node):
         if not self.lead_time >= 0:
             raise SysIdError(f"lead_time must be >= 0 s, got {self.lead_time}")
         self._grid = 0  # lockstep: index of the next command on the grid t0 + j/rate
+        self.interface = str(self._get("interface"))
+        self.stream: WaypointStream | None = None  # ros2_control: the run's waypoints
+        self._precision: Precision | None = None  # the estimator's newest
+        self._last_state_wall = None  # steady time of the newest joint state (ros2_control watchdog)
+        self._aborted = False
+        if self.interface != "motor_command":
+            self._setup_ros2_control()
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
@@ -155,6 +197,15 @@ class TrajectoryPublisherNode(Node):
 
     def _on_start(self, _request, response):
         with self._lock:
+            if self.interface != "motor_command":
+                if self.stream is not None and not self._done and not self._aborted:
+                    response.success, response.message = False, "busy: a run is in progress"
+                    return response
+                self._start_requested, self.stream, self._done, self._aborted = True, None, False, False
+                self._precision = None
+                response.success, response.message = True, "starting from the next measured pose"
+                self._done_pub.publish(Bool(data=False))
+                return response
             if self.plan is not None and not self._done:
                 response.success, response.message = False, "busy: a run is in progress"
                 return response
@@ -170,6 +221,9 @@ class TrajectoryPublisherNode(Node):
 
     def _tick(self, measured: np.ndarray, stamp: float) -> None:
         """One joint state at ``stamp`` [s]: start a run if asked, publish the command due."""
+        if self.interface != "motor_command":
+            self._tick_waypoints(measured, stamp)
+            return
         if self.plan is None:
             if not self._start_requested:
                 if self.lockstep:
@@ -229,6 +283,177 @@ class TrajectoryPublisherNode(Node):
             self._done = True
             self._done_pub.publish(Bool(data=True))
             self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}); holding the rest pose")
+
+    # -------------------------------------------------------------------------- ros2_control
+    def _setup_ros2_control(self) -> None:
+        """Publisher (or action client) to the controller, the precision subscription, the
+        joint-state watchdog."""
+        if self.interface not in ("joint_trajectory", "follow_joint_trajectory"):
+            raise SysIdError(f"parameter interface: expected motor_command, joint_trajectory or "
+                             f"follow_joint_trajectory, got {self.interface!r}")
+        controller = str(self._get("controller"))
+        self._action = None
+        if self.interface == "follow_joint_trajectory":
+            try:
+                from control_msgs.action import FollowJointTrajectory
+            except ImportError:
+                raise SysIdError("interface follow_joint_trajectory needs control_msgs (the "
+                                 "FollowJointTrajectory action), which is not installed here: install "
+                                 "ros-$ROS_DISTRO-control-msgs, or use interface joint_trajectory") from None
+            from rclpy.action import ActionClient
+
+            self._action_type = FollowJointTrajectory
+            self._action = ActionClient(self, FollowJointTrajectory, f"{controller}/follow_joint_trajectory")
+        else:
+            self._trajectory_pub = self.create_publisher(
+                JointTrajectory, f"{controller}/joint_trajectory",
+                QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.until_precision = float(self._get("until_precision"))
+        self.max_duration = float(self._get("max_duration"))
+        self.state_timeout = float(self._get("state_timeout"))
+        for name in ("waypoint_spacing", "chunk_time", "max_duration", "state_timeout"):
+            if not float(self._get(name)) > 0:
+                raise SysIdError(f"{name} must be > 0 s, got {self._get(name)}")
+        if not self.until_precision >= 0:
+            raise SysIdError(f"until_precision must be >= 0 (0 = off), got {self.until_precision}")
+        self.create_subscription(Precision, "estimator/precision", self._on_precision, LATCHED)
+        from rclpy.clock import Clock, ClockType
+
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        if not self.lockstep:  # a lockstep simulator pauses on purpose: no watchdog there
+            self.create_timer(0.1, self._watchdog, clock=self._steady)
+
+    def _tick_waypoints(self, measured: np.ndarray, stamp: float) -> None:
+        """ros2_control: plan from the first state, then send each chunk of waypoints when due."""
+        if not self.lockstep:
+            self._last_state_wall = self._steady.now().nanoseconds
+        if self._aborted or self._done:
+            return
+        if self.stream is None:
+            if not self._start_requested:
+                return
+            self._start_requested = False
+            try:
+                self.stream = self._waypoint_stream(measured)
+            except SysIdError as exc:
+                self.get_logger().error(f"cannot plan the excitation: {exc}")
+                return
+            self._t0 = stamp if self.lockstep else stamp + START_DELAY
+            self.get_logger().info(
+                f"excitation started on {self._controller_name()}: approach "
+                f"{self.stream.plan.ramp_in:.1f} s, "
+                + (f"excitation until every required direction reaches {self.until_precision:g} or "
+                   f"{self.max_duration:g} s" if self.until_precision > 0 else
+                   f"excitation {self.stream.plan.excitation_time:.1f} s")
+                + f", return {self.stream.plan.ramp_out:.1f} s")
+        now = stamp - self._t0
+        self._check_precision(now)
+        try:
+            chunk = self.stream.due(now)
+        except SysIdError as exc:  # a waypoint beyond the limits: never sent
+            self._abort(f"excitation stopped: {exc}")
+            return
+        if chunk is not None:
+            self._send_chunk(chunk)
+        if self.stream.finished and now >= self.stream.duration and not self._done:
+            self._done = True
+            self._done_pub.publish(Bool(data=True))
+            self.get_logger().info(f"excitation done after {self.stream.duration:.1f} s, back at the start "
+                                   f"pose ({self.stream.plan.clamps.summary()}); {self._precision_report()}")
+
+    def _waypoint_stream(self, start: np.ndarray) -> WaypointStream:
+        rest = self._get("rest_position")
+        excitation = self.max_duration if self.until_precision > 0 else \
+            float(self._get("excitation_time")) or self.trajectory.period
+        stream = WaypointStream(
+            self.model, self.trajectory, self.limits, start, excitation_time=excitation,
+            ramp_time=float(self._get("ramp_time")),
+            rest=None if rest is None or len(rest) == 0 else np.asarray(rest, dtype=float),
+            spacing=float(self._get("waypoint_spacing")), chunk=float(self._get("chunk_time")),
+            lead=float(self._get("send_ahead")))
+        if self.until_precision > 0:
+            stream.limit_to(self.max_duration)  # approach + excitation within max_duration
+        return stream
+
+    def _controller_name(self) -> str:
+        if self._action is not None:
+            return f"action {self._action._action_name}"
+        return self._trajectory_pub.topic_name
+
+    def _send_chunk(self, chunk: Chunk) -> None:
+        msg = JointTrajectory()
+        # a stamp of 0 would mean "start now" to the controller: a run starting at t = 0 says 1 ns
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(max(1, round((self._t0 + chunk.start) * 1e9)),
+                                                                1_000_000_000)
+        msg.joint_names = list(self.names)
+        pts = chunk.points
+        for k in range(pts.times.size):
+            point = JointTrajectoryPoint(positions=pts.positions[k].tolist(),
+                                         velocities=pts.velocities[k].tolist(),
+                                         accelerations=pts.accelerations[k].tolist())
+            point.time_from_start.sec, point.time_from_start.nanosec = divmod(round(pts.times[k] * 1e9),
+                                                                              1_000_000_000)
+            msg.points.append(point)
+        self._publish_trajectory(msg)
+
+    def _publish_trajectory(self, msg: JointTrajectory) -> None:
+        if self._action is None:
+            self._trajectory_pub.publish(msg)
+            return
+        goal = self._action_type.Goal()
+        goal.trajectory = msg  # a new goal preempts the running one (the controller merges them)
+        self._action.send_goal_async(goal)
+
+    def _on_precision(self, msg: Precision) -> None:
+        with self._lock:
+            self._precision = msg
+
+    def _reached(self) -> bool:
+        msg = self._precision
+        if msg is None:
+            return False
+        rel = [r for r, q in zip(msg.relative_std, msg.required, strict=False) if q]
+        return bool(rel) and all(r <= self.until_precision for r in rel)
+
+    def _check_precision(self, now: float) -> None:
+        """until_precision: once every required direction reaches it, return to rest."""
+        stream = self.stream
+        if self.until_precision <= 0 or stream.stopped_early or stream.finished:
+            return
+        if self._reached():
+            end = stream.stop_at(now)
+            self.get_logger().info(f"precision {self.until_precision:g} reached by every required direction "
+                                   f"at t = {now:.1f} s: returning to the start pose from t = {end:.1f} s")
+
+    def _precision_report(self) -> str:
+        msg = self._precision
+        if self.until_precision <= 0:
+            return "no precision target"
+        if msg is None:
+            return f"no precision received on {self.resolve_topic_name('estimator/precision')}"
+        poor = [f"{n} ({r:.3g})" for n, r, q in zip(msg.names, msg.relative_std, msg.required, strict=False)
+                if q and not r <= self.until_precision]
+        if not poor:
+            return f"every required direction reached {self.until_precision:g}"
+        return f"poorly determined (relative std above {self.until_precision:g}): " + ", ".join(poor)
+
+    def _watchdog(self) -> None:
+        """Outside lockstep: joint states silent for ``state_timeout`` during a run stop it."""
+        with self._lock:
+            if self.stream is None or self._done or self._aborted or self._last_state_wall is None:
+                return
+            silence = (self._steady.now().nanoseconds - self._last_state_wall) * 1e-9
+            if silence > self.state_timeout:
+                self._abort(f"no joint_states for {silence:.1f} s (state_timeout {self.state_timeout:g} s): "
+                            "excitation stopped (an empty trajectory sent: the controller holds its "
+                            "position)")
+
+    def _abort(self, why: str) -> None:
+        self._aborted = True
+        msg = JointTrajectory()
+        msg.joint_names = list(self.names)  # no points: joint_trajectory_controller stops and holds
+        self._publish_trajectory(msg)
+        self.get_logger().error(why)
 
     def _plan(self, start: np.ndarray) -> ExcitationPlan:
         rest = self._get("rest_position")
