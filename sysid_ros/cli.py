@@ -72,6 +72,7 @@ from sysid_ros.core.online import WEIGHTINGS
 from sysid_ros.core.online.replay import plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.rows import DISCRETISATIONS
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
+from sysid_ros.core.output_paths import check_file, check_folder
 from sysid_ros.core.report.files import summary, write_outputs
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.sim.simulation import SensorModel
@@ -142,6 +143,9 @@ def _trajectory(args: argparse.Namespace) -> int:
     from sysid_ros.core.excitation.fourier import Limits
     from sysid_ros.core.excitation.plan import ExcitationPlan
 
+    check_file(args.export, "--export")
+    if args.save_coefficients:
+        check_file(args.save_coefficients, "--save-coefficients")
     model = RobotModel.from_mjcf(args.model)
     limits = Limits.of(model, acceleration=args.max_acceleration)
     traj = choose_excitation(model, limits, coefficients_file=args.coefficients or "", optimize=args.optimize,
@@ -162,6 +166,8 @@ def _trajectory(args: argparse.Namespace) -> int:
 
 
 def _pipeline(args: argparse.Namespace) -> int:
+    if args.out:
+        check_folder(args.out, "--out")
     model_path = Path(args.model) if args.model else default_robot_path()
     print(f"[sysid pipeline] offline pipeline on {model_path} (duration {args.duration} s, seed {args.seed})",
           file=sys.stderr)
@@ -201,6 +207,9 @@ def _parse_noise(spec: str | None, encoder: float, seed: int) -> SensorModel:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    if Path(args.out).exists():
+        raise SysIdError(f"--out {args.out} exists; choose another bag folder or remove it")
+    check_folder(args.out, "--out")
     model = RobotModel.from_mjcf(args.model, base=args.base)
     payload = Payload.parse(args.payload) if args.payload else None
     sensor = _parse_noise(args.noise, args.encoder_resolution, args.seed)
@@ -220,6 +229,7 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _identify_blas(args: argparse.Namespace) -> int:
+    check_folder(args.out, "--out")
     model = RobotModel.from_mjcf(args.model, joint_terms=(), base=args.base)
     model = model.with_joint_terms(default_joint_terms(model.mj, args.friction, args.armature))
     excluded = excluded_line(model.mj, model.joint_terms)
@@ -463,6 +473,7 @@ def _bag_recover(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from sysid_ros.core.report import validation as v
 
+    check_folder(args.out, "--out")
     model_path = Path(args.model) if args.model else default_robot_path()
     changes = {k: getattr(args, k) for k in ("seed", "duration", "experiments", "bandwidth_hz",
                                              "torque_noise") if getattr(args, k) is not None}
@@ -502,6 +513,29 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """The one help formatter of the ``sysid`` parser and every subcommand's parser: every option
+    that has a default shows it, once — appended as ``(default: X)`` unless its help already says
+    what the default is; switches (default off) and options without a default say nothing more."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or "default" in text or "%(default)" in text or default is None
+                or default is False or default is argparse.SUPPRESS or action.nargs == 0):
+            return text
+        shown = "''" if default == "" else "%(default)s"
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every subcommand's parser: the one :class:`HelpFormatter`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _add_base_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", choices=BASES, default=None,
                         help="fixed: weld the root to the world; floating: a free joint on the root "
@@ -510,11 +544,12 @@ def _add_base_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sysid", description="Robot arm dynamic-parameter identification.")
+    parser = argparse.ArgumentParser(prog="sysid", description="Robot arm dynamic-parameter identification.",
+                                     formatter_class=HelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("inspect", help="joints, bodies, parameter count, base rank of an MJCF model")
+    p = sub.add_parser("inspect", help="joints, bodies, parameter count, base rank of an MJCF or URDF model")
     p.add_argument("model", help="MJCF or URDF file")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-joint-terms", action="store_true", help="rigid-body parameters only")
@@ -524,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="the closed loop in simulation: sim + trajectory + online estimator + "
                        "recorder over ROS 2, then BatchSolve on the bag; true vs estimated payload")
-    p.add_argument("--model", help="MJCF file (default: the package's default robot)")
+    p.add_argument("--model", help="MJCF or URDF file (default: the package's default robot)")
     p.add_argument("--payload", default=None, help="body=NAME,mass=KG,com=X,Y,Z[,inertia=...] "
                    "(default: 0.6 kg on link_6 of the default robot)")
     p.add_argument("--duration", type=float, default=30.0, help="excitation length [s] (simulated)")
@@ -534,16 +569,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="free-running simulation (paced by the wall clock, results depend on load) "
                    "instead of lockstep (the same answer on a busy machine as on an idle one)")
     p.add_argument("--methods", default="dual_metric,pc_iv", help="batch methods on the recorded bag")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (excitation, noise)")
     p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (0-101) of the demo's graph (default: "
                    "$ROS_DOMAIN_ID, else a private one)")
     p.add_argument("--out", default="out/demo", help="output folder")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("pipeline", help="offline pipeline without ROS: simulate, least squares, validate")
-    p.add_argument("--model", help="MJCF file (default: the package's default robot)")
+    p.add_argument("--model", help="MJCF or URDF file (default: the package's default robot)")
     p.add_argument("--duration", type=float, default=30.0, help="excitation length [s]")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (excitation, noise)")
     p.add_argument("--out", help="folder for pipeline_report.json")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_pipeline)
@@ -554,26 +589,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimize", action="store_true", help="minimise the base regressor's condition number")
     p.add_argument("--coefficients", help="JSON {q0, a, b, period} instead of random/optimised ones")
     p.add_argument("--save-coefficients", metavar="JSON", help="also write the coefficients used")
-    p.add_argument("--harmonics", type=int, default=5)
+    p.add_argument("--harmonics", type=int, default=5, help="Fourier harmonics per joint")
     p.add_argument("--period", type=float, default=10.0, help="Fourier base period [s]")
     p.add_argument("--duration", type=float, default=0.0, help="excitation length [s] (0 = one period)")
     p.add_argument("--ramp", type=float, default=2.0, help="shortest ramp in/out [s]")
     p.add_argument("--start", help="comma list of the start (and rest) pose [rad] (default: the centre)")
     p.add_argument("--rate", type=float, default=1000.0, help="samples per second in the file")
     p.add_argument("--max-acceleration", type=float, default=8.0, help="[rad/s²]")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (excitation, noise)")
     p.set_defaults(func=_trajectory)
 
     p = sub.add_parser("simulate", help="write a rosbag2 bag of a simulated excitation (with truth)")
     p.add_argument("model", help="MJCF or URDF file")
     p.add_argument("--out", required=True, help="bag directory to create")
     p.add_argument("--duration", type=float, default=30.0, help="[s]")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (excitation, noise)")
     p.add_argument("--noise", help="position=RAD,velocity=RAD_S,torque=NM (standard deviations)")
     p.add_argument("--encoder-resolution", type=float, default=0.0, help="[rad/count], 0 = ideal")
     p.add_argument("--payload", help="body=NAME,mass=KG,com=X,Y,Z[,inertia=Ixx,Iyy,Izz,Ixy,Ixz,Iyz]")
     p.add_argument("--rate", type=float, help="physics and recording rate [Hz] (default: the model's)")
-    p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage format")
     _add_base_option(p)
     p.set_defaults(func=_simulate)
 
@@ -588,7 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several runs: identify a torque gain per joint (true torque = gain x logged), "
                    "which needs runs with at least two different known payloads")
     p.add_argument("--model", required=True, help="MJCF or URDF file")
-    p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS)
+    p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS,
+                   help="batch method, or an online estimator replayed sample by sample")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
     p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
@@ -666,9 +702,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave out the regression rows whose torque residual is beyond 8 robust σ "
                    "(1.4826·MAD) of a least-squares fit; they are reported either way (default: kept)")
     _add_online_options(p)
-    p.add_argument("--joint-states-topic", default="/joint_states")
-    p.add_argument("--command-topic", default="/motor_command")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--joint-states-topic", default="/joint_states",
+                   help="a bag's sensor_msgs/JointState topic")
+    p.add_argument("--command-topic", default="/motor_command",
+                   help="a bag's MotorCommand topic (read by iv/pc_iv only)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     _add_base_option(p)
     p.set_defaults(func=_identify)
 
@@ -697,7 +735,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release", type=float, default=contact.DEFAULT_RELEASE,
                    help="a contact ends below this fraction of the threshold (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print thresholds and events as JSON")
-    p.add_argument("--joint-states-topic", default="/joint_states")
+    p.add_argument("--joint-states-topic", default="/joint_states",
+                   help="a bag's sensor_msgs/JointState topic")
     _add_base_option(p)
     p.set_defaults(func=_monitor)
 
@@ -732,11 +771,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "torque_prediction, computed_torque_tracking, payload_generalisation, repeatability, "
                    "feedforward_vs_pd)")
     p.add_argument("--out", default="out/validate", help="output folder (default: %(default)s)")
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.set_defaults(func=_validate)
 
     p = sub.add_parser("bag", help="bag maintenance: recover an interrupted recording")
-    bag = p.add_subparsers(dest="bag_command", required=True)
+    bag = p.add_subparsers(dest="bag_command", required=True, parser_class=_Parser)
     q = bag.add_parser("recover", help="rebuild a complete bag from a recording killed before it finished "
                        "(its .NAME.partial-* folder); the folder is removed once the bag is complete")
     q.add_argument("path", help="the intended bag path or its .NAME.partial-* folder")
