@@ -203,6 +203,9 @@ class Dataset:
         bad = np.flatnonzero(dt <= 0)
         if bad.size:
             k = int(bad[0]) + 1
+            precision = _stamp_precision(self.t, dt)
+            if precision:
+                raise DataError(f"{where}: {precision}")
             raise DataError(f"{where}: timestamps must increase; sample {k} at t={self.t[k]:.6f} s "
                             f"follows t={self.t[k - 1]:.6f} s")
         for name in ("q", "tau"):
@@ -247,6 +250,25 @@ class Dataset:
                        command=None if self.command is None else self.command.select(cols))
 
 
+def _stamp_precision(t: np.ndarray, dt: np.ndarray) -> str | None:
+    """The message for stamps written with too few significant digits (epoch seconds printed as
+    ``1.73271234e+09``: a 10 s resolution): many steps of exactly 0 and every step a multiple of
+    one resolution coarser than the steps the other samples suggest. None when the stamps are
+    not quantised so (a stamp that goes back is another error)."""
+    zero = int(np.count_nonzero(dt == 0))
+    positive = dt[dt > 0]
+    if zero < max(2, 0.01 * len(dt)) or np.any(dt < 0):
+        return None
+    resolution = float(positive.min()) if positive.size else float("nan")
+    span = float(t[-1] - t[0])
+    magnitude = float(np.max(np.abs(t)))
+    digits = int(np.ceil(np.log10(magnitude / (0.01 * max(span / len(t), 1e-9))))) if magnitude > 0 else 0
+    return (f"timestamps repeat ({zero} of {len(dt)} steps are 0, the smallest other step is "
+            f"{resolution:g} s, at t ≈ {magnitude:.6g} s): the time column has too few significant "
+            f"digits for samples {span / len(t):.3g} s apart (write it with at least {digits} "
+            f"significant digits, or as times since the start)")
+
+
 #: time column names the default layout accepts as its first column
 _TIME_NAMES = ("time", "t", "stamp")
 
@@ -285,6 +307,7 @@ def read_csv(path: str | Path, *, joint_names: Sequence[str] | None = None,
                             f"{None if joint_names is None else len(joint_names)}")
         names = tuple(joint_names)
     index = {h: k for k, h in enumerate(header)}
+    table = _table(rows)  # every cell as a number at once, None if one is not (found per column)
 
     def take(name: str) -> np.ndarray | None:
         cols = [colmap.time] if name == "time" else colmap.columns(name, names)
@@ -296,7 +319,8 @@ def read_csv(path: str | Path, *, joint_names: Sequence[str] | None = None,
                             f"{name}={getattr(colmap, name)}); {_has(header)}")
         if missing:
             return None
-        return _numbers(path, rows, [index[c] for c in cols], cols)
+        picks = [index[c] for c in cols]
+        return table[:, picks] if table is not None else _numbers(path, rows, picks, cols)
 
     t = take("time")[:, 0] * scale
     q, dq, tau = take("q"), take("dq"), take("tau")
@@ -329,6 +353,11 @@ def _read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
                  for k, cells in zip(range(len(lines)), csv.reader(lines, delimiter=delimiter), strict=True)
                  if any(c.strip() for c in cells)]
     (_, header), rows = split[0], split[1:]
+    if header and all(_is_number(h) for h in header):
+        shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+        raise DataError(f"{path}: the first line holds numbers ({shown}), expected a header line "
+                        "naming the columns (time, q_<joint>, dq_<joint>, tau_<joint>, ...; another "
+                        "layout: --columns)")
     for line_no, row in rows:
         if len(row) != len(header):
             raise DataError(f"{path}:{line_no}: expected {len(header)} values, got {len(row)}")
@@ -349,6 +378,23 @@ def _default_layout(path: Path, header: list[str]) -> ColumnMap:
                             "tau_<joint>, q_ref_<joint>, dq_ref_<joint>, tau_ff_<joint> or q1.., dq1.., "
                             "tau1.. (another layout: --columns)")
     return colmap
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _table(rows: list[tuple[int, list[str]]]) -> np.ndarray | None:
+    """All cells of ``rows`` as floats ``(N, columns)`` in one conversion, or None when a cell is
+    not a number (:func:`_numbers` then finds it, column by column)."""
+    try:
+        return np.array([row for _, row in rows], dtype=float).reshape(len(rows), -1)
+    except ValueError:
+        return None
 
 
 def _numbers(path: Path, rows: list[tuple[int, list[str]]], picks: list[int], names: list[str]

@@ -164,9 +164,17 @@ def condition(ds: Dataset, settings: Preprocessing, fs: float | None = None) -> 
     q = lowpass(ds.q, fs, settings.position_cutoff, settings.order)
     dq, ddq = derivatives(q, fs, settings)
     if settings.velocity == "measured" and not ds.has_velocity:
-        raise DataError(f"{ds.source}: velocity='measured' but the data have no velocities")
-    if settings.velocity == "measured" or (settings.velocity == "auto" and ds.has_velocity):
-        dq = lowpass(ds.dq, fs, settings.position_cutoff, settings.order)
+        missing = [n for n, ok in zip(ds.joint_names, np.all(np.isfinite(ds.dq), axis=0), strict=True)
+                   if not ok]
+        raise DataError(f"{ds.source}: velocity='measured' but the data have no velocities of "
+                        f"joints {missing} (NaN)")
+    if settings.velocity in ("measured", "auto"):  # joint by joint (sysid_ros.core.data.velocity)
+        measured = np.all(np.isfinite(ds.dq), axis=0)
+        if measured.all():
+            dq = lowpass(ds.dq, fs, settings.position_cutoff, settings.order)
+        elif measured.any():
+            dq = dq.copy()
+            dq[:, measured] = lowpass(ds.dq[:, measured], fs, settings.position_cutoff, settings.order)
     return Conditioned(ds.t, q, dq, ddq, ds.tau, fs)
 
 

@@ -24,6 +24,9 @@ from sysid_ros.core.errors import DataError
 
 __all__ = ["Segment", "Segmentation", "split"]
 
+#: gaps an error message names (the rest counted): a log with thousands of them stays one line
+SHOWN_GAPS = 3
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -125,11 +128,15 @@ def split(dataset: Dataset, *, min_length: float, min_samples: int = 3,
     result = Segmentation(dataset, tuple(gaps), tuple(kept), tuple(dropped), need,
                           need / dataset.sample_rate)
     if not kept:
-        named = "; ".join(g.describe() for g in gaps) or "none"
+        named = "; ".join(g.describe() for g in gaps[:SHOWN_GAPS]) or "none"
+        named += f"; and {len(gaps) - SHOWN_GAPS} more" if len(gaps) > SHOWN_GAPS else ""
         still = f", {result.cut} of them stationary" if result.cut else ""
+        short = sum(g.missing <= 3 for g in gaps)
+        hint = (f" ({short} of the gaps are 1-3 missing cycles: resampling, --resample auto, "
+                "bridges them)" if len(gaps) > SHOWN_GAPS and short * 2 > len(gaps) else "")
         raise DataError(f"{dataset.source}: no segment of the recording is at least "
                         f"{result.min_length:.2f} s ({need} samples) long: {len(bounds) - 1} "
-                        f"segment(s), {len(t)} samples{still}; gaps: {named}")
+                        f"segment(s), {len(t)} samples{still}; gaps: {named}{hint}")
     return result
 
 
@@ -137,8 +144,10 @@ def _cut_stationary(dataset: Dataset, a: int, b: int, speed: float | None) -> Se
     """Samples ``a:b`` without their stationary start and end (see :func:`split`)."""
     if dataset.has_velocity:
         dq = dataset.dq[a:b]
-    elif b - a >= 2:
+    elif b - a >= 2:  # differentiated positions where a joint's measured velocity is not finite
         dq = np.gradient(dataset.q[a:b], dataset.t[a:b], axis=0)
+        measured = np.all(np.isfinite(dataset.dq[a:b]), axis=0)
+        dq[:, measured] = dataset.dq[a:b][:, measured]
     else:
         return Segment(a, b)
     span = moving_span(dq) if speed is None else moving_span(dq, speed)

@@ -63,16 +63,21 @@ class TimebaseReport:
     resampled: bool
     period: float
     gaps_at: tuple[tuple[float, float], ...] = ()
+    #: the steps needed resampling (jitter or dropped cycles), whether or not it was done
+    irregular: bool = False
 
     def describe(self) -> str:
         text = (f"time base: {self.rate:.1f} Hz (median step {1e3 / self.rate:.3f} ms, jitter "
                 f"{100 * self.jitter:.1f} %, largest deviation {100 * self.deviation:.0f} %)")
         if self.bridged:
             text += (f"; {len(self.bridged)} dropped-cycle gap(s) up to "
-                     f"{1e3 * max(length for _, length in self.bridged):.1f} ms bridged")
+                     f"{1e3 * max(length for _, length in self.bridged):.1f} ms"
+                     + (" bridged" if self.resampled else ""))
         if self.resampled:
             text += (f"; resampled onto a uniform {1e3 * self.period:.3f} ms grid (cubic spline of q "
                      "and measured q̇, linear τ)")
+        elif self.irregular:
+            text += "; irregular, used as recorded (resampling off)"
         else:
             text += "; uniform, used as recorded"
         if self.gaps:
@@ -136,7 +141,7 @@ def regularise(ds: Dataset, *, max_bridge: float = -1.0, jitter_tolerance: float
     else:
         period = own
     report = TimebaseReport(rate, jitter, deviation, bridged, int(split_at.sum()),
-                            resample and needed, float(period), gaps_at)
+                            resample and needed, float(period), gaps_at, needed)
     if not report.resampled:
         return ds, report
     bounds = [0, *(int(k) + 1 for k in np.flatnonzero(split_at)), len(t)]
@@ -157,6 +162,9 @@ def _resampled(ds: Dataset, a: int, b: int, period: float):
 
     q = CubicSpline(t, ds.q[a:b], axis=0)(grid)
     dq_in = ds.dq[a:b]
-    dq = CubicSpline(t, dq_in, axis=0)(grid) if np.all(np.isfinite(dq_in)) else np.full_like(q, np.nan)
+    dq = np.full_like(q, np.nan)  # per joint: a column that is not finite throughout stays NaN
+    measured = np.all(np.isfinite(dq_in), axis=0)
+    if measured.any():
+        dq[:, measured] = CubicSpline(t, dq_in[:, measured], axis=0)(grid)
     tau = np.column_stack([np.interp(grid, t, ds.tau[a:b, j]) for j in range(ds.tau.shape[1])])
     return grid, q, dq, tau
