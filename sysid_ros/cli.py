@@ -73,7 +73,7 @@ from sysid_ros.core.online.replay import plot_convergence, replay, write_traject
 from sysid_ros.core.online.rows import DISCRETISATIONS
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.output_paths import check_file, check_folder
-from sysid_ros.core.report.files import summary, write_outputs
+from sysid_ros.core.report.files import dumps_strict, summary, write_outputs
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
@@ -106,7 +106,7 @@ def _inspect(args: argparse.Namespace) -> int:
         "motors": {j: m.name for j, m in model.motors.items()},
     }
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(dumps_strict(info, indent=2))
         return 0
     print(f"model      {info['model']}")
     print(f"dofs       nq={model.nq} nv={model.nv}, gravity {model.gravity.tolist()}")
@@ -179,11 +179,11 @@ def _pipeline(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "pipeline_report.json"
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(dumps_strict(report.as_dict(), indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
         print(f"[sysid pipeline] wrote {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        print(dumps_strict(report.as_dict(), indent=2))
     else:
         print(report.table())
         print(f"total time {elapsed:.2f} s (simulate {report.durations['simulate']:.2f} s, "
@@ -307,7 +307,7 @@ def _monitor(args: argparse.Namespace) -> int:
     report = monitor_recording(model, theta, data, thresholds, gain=args.gain, release=args.release)
     names = model.dof_joint_names
     if args.json:
-        print(json.dumps({"data": str(args.data), "model": str(args.model), "result": args.result,
+        print(dumps_strict({"data": str(args.data), "model": str(args.model), "result": args.result,
                           "gain_per_s": args.gain, "thresholds_from": source,
                           **thresholds.as_dict(names), "events": [e.as_dict() for e in report.events]},
                          indent=2))
@@ -360,7 +360,7 @@ def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict
     """What ``sysid identify`` prints (result.json with ``--json``, else the summary and the files
     written) and its exit code (:func:`_trust`)."""
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(dumps_strict(doc, indent=2))
     else:
         print(summary(result, evaluation))
         for p in paths:

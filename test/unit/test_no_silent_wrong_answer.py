@@ -162,3 +162,17 @@ def test_non_finite_figures_are_no_answer(recording):
     huge = replace(prep, y=prep.y * 1e300)  # finite torques whose squares overflow
     with pytest.raises(IdentificationError, match=r"^ols gave non-finite figures \(.*\): no estimate$"):
         run_method(huge, IdentifyOptions(method="ols"))
+
+
+def test_monitor_json_is_strict_json(tmp_path, capsys, recording):
+    import json
+
+    csv = write_csv(recording, tmp_path / "log.csv")
+    assert main(["monitor", str(csv), "--model", str(UR5E), "--threshold", "5", "--json"]) == 0
+    out = capsys.readouterr().out
+
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    doc = json.loads(out, parse_constant=refuse)  # given thresholds have no calibration rms: null
+    assert doc["calibration_rms_nm"]["elbow_joint"] is None and doc["thresholds_nm"]["elbow_joint"] == 5.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -203,7 +204,7 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         doc["divergence_to_prior"] = _num(evaluation.divergence_to_prior)
         doc.update(extra or {})
         names = ["result.json"]
-        text = json.dumps(doc, indent=2, default=json_default)
+        text = dumps_strict(doc, indent=2, default=json_default)
         (staging / "result.json").write_text(text + "\n")
         if _write_mjcf(staging / "identified.xml", target, result):
             names.append("identified.xml")
@@ -293,6 +294,25 @@ def _plot(path: Path, fit: TorqueFit, result: IdentificationResult, title: str) 
 
 def _num(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
+
+
+def strict_json(x: Any) -> Any:
+    """``x`` with every non-finite number (NaN, ±inf) as ``None`` (JSON null), NumPy values as
+    Python ones: what ``json.dumps(..., allow_nan=False)`` accepts and strict parsers read."""
+    if isinstance(x, dict):
+        return {k: strict_json(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [strict_json(v) for v in x]
+    if isinstance(x, np.ndarray | np.generic):
+        return strict_json(x.tolist())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def dumps_strict(x: Any, **kwargs) -> str:
+    """JSON text of ``x`` under the one number rule (:func:`strict_json`): never ``NaN``/``Infinity``."""
+    return json.dumps(strict_json(x), allow_nan=False, **kwargs)
 
 
 def json_default(x: Any) -> Any:
