@@ -13,6 +13,7 @@ demo: setup
 	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
 test: setup
+	@tools/install_browser.sh
 	@$(ENV) && ruff check . && python -m pytest
 
 lint: setup

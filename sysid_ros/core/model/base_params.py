@@ -19,7 +19,7 @@ from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 
-__all__ = ["BaseParameters", "base_parameters", "random_states"]
+__all__ = ["BaseParameters", "base_parameters", "poorly_determined", "random_states"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,18 @@ class BaseParameters:
                 for i, row in zip(self.independent, self.regrouping, strict=True)},
             "condition_number": self.condition_number,
         }
+
+
+def poorly_determined(beta: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """Which base parameters the data barely determine, ``(r,)`` bool: a standard deviation larger
+    than the value's magnitude and not negligible (above 1e-3 of the values' RMS: a parameter
+    that is ~0 with a tiny std is not news). An infinite std (a direction the rows do not reach)
+    counts; an unknown (NaN) one does not. ``beta (r,)``, ``std (r,)`` in the parameters' units."""
+    beta = np.asarray(beta, dtype=float)
+    std = np.asarray(std, dtype=float)
+    floor = 1e-3 * float(np.sqrt(np.mean(beta**2))) if beta.size else 0.0
+    with np.errstate(invalid="ignore"):
+        return (std > np.abs(beta)) & (std > floor)
 
 
 def random_states(model: RobotModel, n: int, *, seed: int = 0, speed: float = 2.0,

@@ -18,6 +18,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ from sysid_ros.core.model.target import Target
 from sysid_ros.core.model.urdf import write_urdf
 from sysid_ros.core.report.metrics import Evaluation, TorqueFit
 from sysid_ros.core.report.plotting import envelope, pyplot, save_figure
+from sysid_ros.core.report.provenance import provenance
+from sysid_ros.core.report.report_data import REPORT_FILE, TORQUES_FILE, ReportInputs, write_torques
 from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.synthetic import Payload, payload_spec
 
@@ -175,12 +179,15 @@ def _fmt(x, spec: str = "8.4f") -> str:
 
 
 def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Target,
-                  evaluation: Evaluation, *, plots: bool = True, extra: dict | None = None
+                  evaluation: Evaluation, *, plots: bool = True, extra: dict | None = None,
+                  inputs: Sequence[str | os.PathLike[str]] = (), report: bool = True
                   ) -> tuple[list[Path], dict[str, Any]]:
-    """Write ``result.json``, ``identified.xml`` and ``identified.urdf`` (the exported parameters,
-    when physically consistent; the URDF for an arm target) and plots into ``out_dir``; return
-    the paths and the content of ``result.json``
-    (as JSON types). Computes nothing: ``evaluation`` comes from
+    """Write ``result.json`` (with the target's prior and the provenance: ``inputs``' and the
+    model's hashes, command line), ``torques.npz`` (the evaluated torque series),
+    ``identified.xml`` and ``identified.urdf`` (the exported parameters, when physically
+    consistent; the URDF for an arm target), plots and, with ``report``, ``report.html``
+    (:mod:`~sysid_ros.core.report.html`) into ``out_dir``; return the paths and the content of
+    ``result.json`` (as JSON types). Computes nothing: ``evaluation`` comes from
     :func:`~sysid_ros.core.report.metrics.evaluate`."""
     if result.parameters is None:
         raise SysIdError(f"{result.method}: the result exports no standard parameters to write")
@@ -192,6 +199,7 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         doc = result.as_dict()
         doc["target"] = {"kind": target.kind, "body": None if target.body is None
                          else target.model.body_name(target.body), "model": target.model.source}
+        doc["target"]["prior"] = dict(zip(target.names, map(float, target.prior), strict=True))
         if target.kind == "arm":  # the joint-term prior the regularisers and the pull leaned on
             first = target.model.n_body_params
             doc["target"]["joint_term_prior"] = dict(zip(target.names[first:],
@@ -202,10 +210,14 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         if evaluation.truth is not None:
             doc["truth_comparison"] = evaluation.truth.as_dict()
         doc["divergence_to_prior"] = _num(evaluation.divergence_to_prior)
+        doc["provenance"] = provenance(inputs=inputs, model=_model_file(target))
         doc.update(extra or {})
-        names = ["result.json"]
+        names = ["result.json", TORQUES_FILE]
         text = dumps_strict(doc, indent=2, default=json_default)
         (staging / "result.json").write_text(text + "\n")
+        joints = result.joint_names or tuple(f"dof{i}" for i in range(evaluation.fit.measured.shape[1]))
+        write_torques(staging / TORQUES_FILE, joints,
+                      {"fit": evaluation.fit, "validation": evaluation.validation})
         if _write_mjcf(staging / "identified.xml", target, result):
             names.append("identified.xml")
             if _write_urdf(staging / "identified.urdf", target, result):
@@ -216,6 +228,8 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
             if evaluation.validation is not None:
                 _plot(staging / "torque_validation.png", evaluation.validation, result, "validation data")
                 names.append("torque_validation.png")
+        if report and _write_report(staging, out_dir):
+            names.append(REPORT_FILE)
         paths = []
         for name in names:
             os.replace(staging / name, out_dir / name)
@@ -223,6 +237,25 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
         return paths, json.loads(text)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _model_file(target: Target) -> str | None:
+    source = target.model.source if target.model is not None else None
+    return source if source and Path(source).is_file() else None
+
+
+def _write_report(staging: Path, out_dir: Path) -> bool:
+    """``report.html`` of the files in ``staging``, naming them as they will be in ``out_dir``;
+    a missing plotly leaves the report out (warned), the other files are written."""
+    from sysid_ros.core.report.html import build_report
+
+    try:
+        inputs = replace(ReportInputs.load(staging), folder=out_dir, result_path=out_dir / "result.json")
+        (staging / REPORT_FILE).write_text(build_report(inputs), encoding="utf-8")
+    except SysIdError as exc:
+        log.warning("not writing %s: %s", REPORT_FILE, exc)
+        return False
+    return True
 
 
 def _write_mjcf(path: Path, target: Target, result: IdentificationResult) -> bool:
