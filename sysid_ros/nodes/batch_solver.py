@@ -52,6 +52,7 @@ from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
+from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -84,6 +85,7 @@ PARAMETERS = (
     ("data_root", "sysid_data", "folder holding the bags; requests are relative to it"),
     ("output_root", "sysid_results", "results are written only under this folder"),
     *MODEL_PARAMETERS,
+    *MARKER_PARAMETERS,
     ("model_root", "", "a request's model_path must lie under this folder (relative paths "
                        "start there) or among the package's robot models ('' = data_root)"),
     ("joint_states_topic", "/joint_states", "default JointState topic in the bags"),
@@ -139,6 +141,7 @@ class BatchSolverNode(Node):
         self._service = self.create_service(BatchSolve, "batch_solve", self._on_request,
                                             callback_group=ReentrantCallbackGroup())
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
+        self._markers = InertiaMarkerPublisher(self)
         self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
                                f"output_root={self._output_root()}, model roots "
                                f"{[str(r) for r in self._model_roots()]}, methods {list(METHODS)}")
@@ -166,6 +169,8 @@ class BatchSolverNode(Node):
                     ControllerDescription.parse(prm.value)
                 if prm.name == "known_payloads" and prm.value:
                     _payload_list(prm.value)
+                if prm.name == "markers_frame":
+                    check_markers_frame(prm.value)
             except SysIdError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
@@ -284,7 +289,8 @@ class BatchSolverNode(Node):
                            progress=options.progress)
             result = run_method(prep, options)
         evaluation = evaluate(result, prep)
-        paths, _ = write_outputs(out, result, prep.target, evaluation, plots=bool(self._get("plots")))
+        paths, _ = write_outputs(out, result, prep.target, evaluation, plots=bool(self._get("plots")),
+                                 inputs=bags)
         response.estimate = to_estimate_msg(
             result, divergence_to_prior=evaluation.divergence_to_prior,
             divergence_to_truth=evaluation.divergence_to_truth, stamp=self.get_clock().now().to_msg())
@@ -293,6 +299,9 @@ class BatchSolverNode(Node):
         response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "
                             f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
         self._publisher.publish(response.estimate)
+        params = result.parameters
+        self._markers.publish(prep.target, params.names, params.values, std=params.std,
+                              stamp=response.estimate.header.stamp)
         self.get_logger().info(response.message)
 
 

@@ -81,6 +81,7 @@ from sysid_ros.core.result import SolverStatus, estimate_result
 from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg, to_inertia_msg, to_precision_msg
+from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.nodes.robot_model import MODEL_PARAMETER_NAMES, MODEL_PARAMETERS, RobotModelSource
@@ -113,6 +114,7 @@ NODE_PARAMETERS = (
     ("precision_inertia", False,
      "payload target: the inertia about the CoM is required too (Franka setLoad), not only mass and "
      "CoM (UR set_payload)"),
+    *MARKER_PARAMETERS,
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
 #: what a change of each parameter at run time does (session options: rebuild the session)
@@ -161,6 +163,8 @@ class EstimatorNode(Node):
         self._payload_pub = self.create_publisher(Inertia, "~/payload", LATCHED)
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
         self._lag = self.create_publisher(Float64, "~/lag", LATCHED)
+        self._markers = InertiaMarkerPublisher(self)
+        self._last_q: np.ndarray | None = None  # joint positions of the newest sample (markers_frame base)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._rate_timers: dict[str, object] = {}
         self._start_timers()
@@ -230,6 +234,11 @@ class EstimatorNode(Node):
             if prm.name in ("publish_rate", "process_rate", "max_queue") and not value > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"{prm.name} must be > 0, got {prm.value}")
+            if prm.name == "markers_frame":
+                try:
+                    check_markers_frame(value)
+                except SysIdError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
             if prm.name in _AT_START and value != self._get(prm.name):
                 return SetParametersResult(successful=False, reason=(
                     f"{prm.name} is set at start (it chooses the subscription's QoS); restart the node"))
@@ -425,6 +434,8 @@ class EstimatorNode(Node):
         with self._lock:
             batch = self._arrays(items)
             events = self.session.push_batch(*batch) if batch is not None else ()
+            if batch is not None:
+                self._last_q = batch[1][-1]
         for event in events:
             self._report(event)
         if self._held is not None:
@@ -468,6 +479,8 @@ class EstimatorNode(Node):
             self._payload_pub.publish(inertia)
             self.get_logger().info(f"payload published on {self._payload_pub.topic_name} (every required "
                                    f"direction within {goal:g}): {_describe(inertia)}")
+        self._markers.publish(self.target, msg.names, msg.values, std=msg.std_dev,
+                              joint_positions=self._last_q, stamp=msg.header.stamp)
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         self._lag.publish(Float64(data=self.get_clock().now().nanoseconds * 1e-9 - stamp))
 

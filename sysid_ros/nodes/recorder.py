@@ -52,11 +52,13 @@ from sysid_ros.nodes.qos import PROGRESS
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
-    ("topics", ["/joint_states", "/motor_command", "/sim/true_parameters"], "topics to record"),
+    ("topics", ["/joint_states", "/motor_command", "/sim/true_parameters", "/estimator/markers"],
+     "topics to record"),
     ("types", Parameter.Type.STRING_ARRAY,
      "message type per topic, e.g. sensor_msgs/msg/JointState: subscribed at start ('' or unset = "
      "discovered from the graph once a publisher appears)"),
-    ("latched_topics", ["/sim/true_parameters"], "declared topics recorded with TRANSIENT_LOCAL durability"),
+    ("latched_topics", ["/sim/true_parameters", "/estimator/markers"],
+     "declared topics recorded with TRANSIENT_LOCAL durability"),
     ("storage", "mcap", "mcap | sqlite3"),
     ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
     ("progress_topic", "/joint_states", "stamped topic whose recorded data time ~/progress publishes"),

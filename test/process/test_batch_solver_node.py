@@ -19,6 +19,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 from sysid_ros.srv import BatchSolve  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from sysid_ros.core import RobotModel, base_parameters  # noqa: E402
 from sysid_ros.core.data.bag import dataset_topics, write_bag  # noqa: E402
@@ -113,6 +114,10 @@ def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_proc
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
     client.node.create_subscription(ParameterEstimate, "/batch_solver/estimate",
                                     lambda m: (latched.append(m), got.set()), qos)
+    markers: list = []
+    got_markers = threading.Event()
+    client.node.create_subscription(MarkerArray, "/batch_solver/markers",
+                                    lambda m: (markers.append(m), got_markers.set()), qos)
 
     ok = client.call(bag_path="run1", method="pc_ls", armature=True, output_dir="first")
     assert ok.success, ok.message
@@ -123,10 +128,20 @@ def test_service_solves_a_bag_and_survives_bad_requests(client, roots, node_proc
     assert ok.estimate.rank == len(ok.estimate.base_values) == len(beta_true)
     np.testing.assert_allclose(ok.estimate.base_values, beta_true, atol=1e-4 * np.abs(beta_true).max())
     files = [Path(f) for f in ok.output_files]
-    assert {f.name for f in files} == {"result.json", "identified.xml", "identified.urdf"}
+    assert {f.name for f in files} == {"result.json", "torques.npz", "report.html", "identified.xml",
+                                       "identified.urdf"}
     assert all(f.is_file() and f.is_relative_to(out) for f in files)
     assert ok.solve_time > 0
     assert got.wait(TIMEOUT) and latched[-1].method == "pc_ls"
+    # ~/markers: cleared, then per body an ellipsoid and a CoM sphere, identified and nominal, in
+    # the link frames (the noise-free solve of the nominal robot: identified ≈ nominal masses)
+    assert got_markers.wait(TIMEOUT)
+    array = markers[-1].markers
+    assert array[0].action == Marker.DELETEALL
+    bodies = [model.body_name(b) for b in model.param_bodies]
+    for ns in ("identified", "identified_com", "nominal", "nominal_com"):
+        assert [m.header.frame_id for m in array[1:] if m.ns == ns] == bodies, ns
+    assert all(m.type == Marker.SPHERE and m.frame_locked for m in array[1:])
 
     bad = client.call(bag_path="missing", method="ols")
     assert not bad.success and "not found" in bad.message

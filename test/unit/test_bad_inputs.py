@@ -172,4 +172,5 @@ def test_partial_outputs_of_killed_runs_are_removed(files, tmp_path, capsys, cap
     code, _ = _run(["identify", files / "bag", "--model", UR5E, "--out", out, "--no-plots"], capsys)
     assert code == 0 and not dead2.exists()
     assert sorted(p.name for p in out.iterdir()) == sorted([alive.name, old.name, "identified.xml",
-                                                            "identified.urdf", "result.json"])
+                                                            "identified.urdf", "result.json", "torques.npz",
+                                                            "report.html"])

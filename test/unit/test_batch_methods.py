@@ -118,8 +118,8 @@ def test_cli_simulate_identify_validate(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "physically consistent" in out.stdout and "validation relative error" in out.stdout
     names = {p.name for p in (tmp_path / "res").iterdir()}
-    assert names == {"result.json", "identified.xml", "identified.urdf", "torque_fit.png",
-                     "torque_validation.png"}
+    assert names == {"result.json", "torques.npz", "report.html", "identified.xml", "identified.urdf",
+                     "torque_fit.png", "torque_validation.png"}
     doc = json.loads((tmp_path / "res" / "result.json").read_text())
     assert doc["validation"]["relative_error_percent"] < 0.05
     assert all(v > 0.9999 for v in doc["validation"]["ncc"])
