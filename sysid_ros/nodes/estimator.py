@@ -115,12 +115,13 @@ NODE_PARAMETERS = (
      "payload target: the inertia about the CoM is required too (Franka setLoad), not only mass and "
      "CoM (UR set_payload)"),
     *MARKER_PARAMETERS,
+    ("markers_rate", 1.0, "~/markers publication rate [Hz] (0: none); each array is the latest estimate's"),
 )
 PARAMETERS = SESSION_PARAMETERS + NODE_PARAMETERS
 #: what a change of each parameter at run time does (session options: rebuild the session)
 _REBUILD = {*OnlineOptions.names(), *MODEL_PARAMETER_NAMES, "target", "friction", "armature", "prior",
             "stribeck_velocity"}
-_TIMERS = {"publish_rate", "process_rate"}
+_TIMERS = {"publish_rate", "process_rate", "markers_rate"}
 _AT_START = {"reliable_input"}
 #: log line of each kind of rejection (the counter is appended)
 _TEXT = {
@@ -165,6 +166,7 @@ class EstimatorNode(Node):
         self._lag = self.create_publisher(Float64, "~/lag", LATCHED)
         self._markers = InertiaMarkerPublisher(self)
         self._last_q: np.ndarray | None = None  # joint positions of the newest sample (markers_frame base)
+        self._last_estimate: ParameterEstimate | None = None  # the newest published (for ~/markers)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._rate_timers: dict[str, object] = {}
         self._start_timers()
@@ -211,6 +213,10 @@ class EstimatorNode(Node):
                                               callback_group=self._work_group, clock=self._steady),
             "publish_rate": self.create_timer(1.0 / float(self._get("publish_rate")), self._publish,
                                               callback_group=self._work_group, clock=self._steady)}
+        if float(self._get("markers_rate")) > 0:
+            self._rate_timers["markers_rate"] = self.create_timer(
+                1.0 / float(self._get("markers_rate")), self._publish_markers,
+                callback_group=self._work_group, clock=self._steady)
 
     def _validate(self, params) -> SetParametersResult:
         """A change is refused unless the session it describes can be built (the options are
@@ -234,6 +240,9 @@ class EstimatorNode(Node):
             if prm.name in ("publish_rate", "process_rate", "max_queue") and not value > 0:
                 return SetParametersResult(successful=False,
                                            reason=f"{prm.name} must be > 0, got {prm.value}")
+            if prm.name == "markers_rate" and not value >= 0:
+                return SetParametersResult(successful=False,
+                                           reason=f"markers_rate must be >= 0 Hz, got {prm.value}")
             if prm.name == "markers_frame":
                 try:
                     check_markers_frame(value)
@@ -479,8 +488,7 @@ class EstimatorNode(Node):
             self._payload_pub.publish(inertia)
             self.get_logger().info(f"payload published on {self._payload_pub.topic_name} (every required "
                                    f"direction within {goal:g}): {_describe(inertia)}")
-        self._markers.publish(self.target, msg.names, msg.values, std=msg.std_dev,
-                              joint_positions=self._last_q, stamp=msg.header.stamp)
+        self._last_estimate = msg
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         self._lag.publish(Float64(data=self.get_clock().now().nanoseconds * 1e-9 - stamp))
 
@@ -504,6 +512,14 @@ class EstimatorNode(Node):
         response.message = f"published {_describe(inertia)}; least precise required: {worst} {rel:.3g}"
         self.get_logger().info(f"payload committed on {self._payload_pub.topic_name}: {response.message}")
         return response
+
+    def _publish_markers(self) -> None:
+        """~/markers of the latest published estimate (each array costs ~30 Marker messages)."""
+        msg, q = self._last_estimate, self._last_q
+        if msg is None or list(msg.names) != list(self.target.names):  # none yet, or a rebuilt target
+            return
+        self._markers.publish(self.target, msg.names, msg.values, std=msg.std_dev, joint_positions=q,
+                              stamp=msg.header.stamp)
 
     def _on_reset(self, request, response):
         with self._lock:
