@@ -21,6 +21,7 @@
     sysid monitor BAG_OR_CSV --model MODEL.xml [--result result.json] [--calibrate CONTACT_FREE_BAG |
                   --threshold NM[,NM..] | --calibration-time S] [--gain 1/S] [--sigma-factor K]
                   [--peak-factor F] [--margin NM] [--release R] [--json]
+    sysid report RESULT_DIR [--out FILE]
     sysid bag recover PATH    (a recording killed before it finished: the bag's path or its
                                .NAME.partial-* folder)
     sysid validate [--model MODEL.xml] [--result DIR/result.json [--truth TRUE.xml|truth.json]]
@@ -74,6 +75,7 @@ from sysid_ros.core.online.rows import DISCRETISATIONS
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.output_paths import check_file, check_folder
 from sysid_ros.core.report.files import dumps_strict, summary, write_outputs
+from sysid_ros.core.report.html import write_report
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
@@ -274,7 +276,8 @@ def _identify_blas(args: argparse.Namespace) -> int:
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
                            search_stribeck=False, search_sigmoid=False)
     evaluation = evaluate(result, prep, validation=val_prep)
-    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
+                               inputs=_inputs(args))
     if online is not None:
         paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
         if not args.no_plots:
@@ -352,7 +355,8 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
                            search_stribeck=False, search_sigmoid=False)
         val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
     evaluation = evaluate(result, prep, validation=val_prep)
-    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
+                               inputs=_inputs(args))
     return _report(args, result, evaluation, paths, doc)
 
 
@@ -366,6 +370,18 @@ def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict
         for p in paths:
             print(f"wrote {p}")
     return _trust(result)
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The data files of ``sysid identify`` (hashed into result.json's provenance)."""
+    return [*args.data, *([args.validate] if args.validate else [])]
+
+
+def _report_html(args: argparse.Namespace) -> int:
+    """``sysid report RESULT_DIR [--out FILE]``: report.html of a result folder."""
+    out = check_file(args.out, "--out") if args.out else None
+    print(f"wrote {write_report(args.result_dir, out=out)}")
+    return 0
 
 
 def _calibrated(ds, args: argparse.Namespace):
@@ -502,6 +518,7 @@ def _validate(args: argparse.Namespace) -> int:
     say(f"validating {identified.source} ({identified.method}) against {truth.source}")
     report = v.run_validation(identified, truth, options, checks=checks, progress=say)
     paths = v.write_report(args.out, report, plots=not args.no_plots)
+    paths.append(write_report(args.out))  # the identified result's page with the suite's checks
     print("\n".join(report.lines()))
     for p in paths:
         print(f"wrote {p}")
@@ -773,6 +790,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="out/validate", help="output folder (default: %(default)s)")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("report", help="report.html of a result folder: verdict, torque fit, residuals, "
+                       "parameters, bodies vs nominal, identifiability, validation checks, provenance "
+                       "(one self-contained file; identify and validate write it too)")
+    p.add_argument("result_dir", metavar="RESULT_DIR", help="folder of sysid identify --out (result.json, "
+                   "torques.npz) or of sysid validate --out (validation.json)")
+    p.add_argument("--out", metavar="FILE", help="HTML file to write (default: RESULT_DIR/report.html)")
+    p.set_defaults(func=_report_html)
 
     p = sub.add_parser("bag", help="bag maintenance: recover an interrupted recording")
     bag = p.add_subparsers(dest="bag_command", required=True, parser_class=_Parser)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_ROBOT
 
+from sysid_ros.cli import main
 from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
@@ -21,6 +22,7 @@ from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.html import SECTIONS, determined_by, write_report
 from sysid_ros.core.report.metrics import evaluate
 from sysid_ros.core.report.report_data import ReportInputs, read_torques
+from sysid_ros.core.report.validation import CHECKS
 from sysid_ros.core.report.verdict import HELDOUT_LIMIT, verdict_of
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import simulate_dataset
@@ -95,11 +97,29 @@ def test_identify_writes_a_self_contained_report(identified):
     assert prov["model"]["sha256"] in text and prov["inputs"][0]["sha256"] in text
 
 
-def test_report_command_rebuilds_the_same_page(identified, tmp_path):
-    """write_report (sysid report) on the folder gives the page identify wrote (one path)."""
+def test_report_command_rebuilds_the_same_page(identified, tmp_path, capsys):
+    """``sysid report DIR --out FILE`` gives the page identify wrote (one path)."""
     out, *_ = identified
-    again = write_report(out, out=tmp_path / "again.html")
-    assert again.read_text(encoding="utf-8") == (out / "report.html").read_text(encoding="utf-8")
+    assert main(["report", str(out), "--out", str(tmp_path / "again.html")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'again.html'}"
+    again = (tmp_path / "again.html").read_text(encoding="utf-8")
+    assert again == (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_report_of_a_validation_folder_has_the_six_checks(identified, tmp_path):
+    """A ``sysid validate --out`` folder (validation.json naming the result it validated): the
+    page has one PASS/FAIL row per check and the verdict counts the suite."""
+    out, *_ = identified
+    checks = [{"name": name, "passed": k != 4, "figure": 1.5 * k, "threshold": 10.0, "unit": "%",
+               "comparison": "<", "criterion": f"criterion of {name}"} for k, name in enumerate(CHECKS)]
+    (tmp_path / "validation.json").write_text(json.dumps(
+        {"passed": False, "checks": checks, "result": {"source": str(out / "result.json")}}))
+    page = write_report(tmp_path).read_text(encoding="utf-8")
+    section = page[page.index('<section id="validation">'):page.index('<section id="warnings">')]
+    assert section.count("<td class='l s'>PASS</td>") == 5 and section.count("<td class='l s'>FAIL</td>") == 1
+    for name in CHECKS:
+        assert f"<td class='l'>{name}</td>" in section
+    assert "NOT TRUSTWORTHY: validation suite failed" in page
 
 
 def test_report_of_a_folder_without_a_result(tmp_path):
