@@ -51,6 +51,13 @@ BUS_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
     ("max_missed_replies", 5, "consecutive missed replies of one motor before everything is disabled"),
     ("motor_timeout", 0.1, "CAN watchdog on each motor [s] (register TIMEOUT, 50 us units): a motor "
                            "that hears nothing for this long stops itself (host or bridge killed)"),
+    ("motor_timeout_max", 0.5, "[s] longest motor CAN timeout the sizing from measured loop latency may "
+                               "choose (motor_timeout is raised to deadline_margin x the loop's worst gap)"),
+    ("deadline_margin", 4.0, "motor CAN timeout and command_timeout are at least this many times the "
+                             "control loop's worst measured gap between two frames to a motor"),
+    ("realtime_priority", 50, "SCHED_FIFO priority (1-99) asked for the control loop thread; 0 = normal "
+                              "scheduling"),
+    ("lock_memory", True, "mlockall the process when real-time scheduling is asked (no page faults to disk)"),
     ("unsafe_no_motor_timeout", False, "allow motor_timeout 0 (no motor watchdog: after a kill -9 of "
                                        "the bridge the motors keep their last command)"),
     ("max_position_rate", 0.0, "[rad/s] position targets move at most this fast toward the commanded "
@@ -143,6 +150,10 @@ class BridgeConfig:
     hold_timeout: float = 1.0
     max_missed_replies: int = 5
     motor_timeout: float = 0.1
+    motor_timeout_max: float = 0.5
+    deadline_margin: float = 4.0
+    realtime_priority: int = 50
+    lock_memory: bool = True
     unsafe_no_motor_timeout: bool = False
     max_position_rate: float = 0.0
     enable_ramp_time: float = 0.5
@@ -181,6 +192,12 @@ class BridgeConfig:
                               "unsafe_no_motor_timeout: true to allow it")
         if self.motor_timeout and self.motor_timeout < 2.0 / self.rate:
             raise ConfigError(f"motor_timeout {self.motor_timeout} s is shorter than two control periods")
+        if not self.motor_timeout_max > 0 or not self.deadline_margin >= 1.0:
+            raise ConfigError(f"need motor_timeout_max > 0 and deadline_margin >= 1, got "
+                              f"{self.motor_timeout_max}, {self.deadline_margin}")
+        if not 0 <= self.realtime_priority <= 99:
+            raise ConfigError(f"realtime_priority must be 0 (normal scheduling) or a SCHED_FIFO priority "
+                              f"1..99, got {self.realtime_priority}")
         if self.max_position_rate < 0 or self.enable_ramp_time < 0:
             raise ConfigError(f"max_position_rate and enable_ramp_time must be >= 0, got "
                               f"{self.max_position_rate}, {self.enable_ramp_time}")

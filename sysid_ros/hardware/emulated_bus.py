@@ -42,6 +42,8 @@ EMULATOR_PARAMETERS: tuple[tuple[str, Any, str], ...] = (
                              "per control period)"),
     ("firmware", "v13", "v13 (low 8 ID bits compared, wrong-mode frames misread) | legacy (exact IDs)"),
     ("timeout_registers", 0, "TIMEOUT register at power-up (50 us units; 0 = off, as shipped)"),
+    ("realtime_priority", 50, "SCHED_FIFO priority (1-99) of the emulated motors' thread; 0 = normal "
+                              "scheduling"),
 )
 
 
@@ -56,12 +58,15 @@ class EmulatorOptions:
     physics_rate: float = 1000.0
     firmware: Literal["v13", "legacy"] = "v13"
     timeout_registers: int = 0
+    realtime_priority: int = 50
 
     def __post_init__(self) -> None:
         if self.clock not in ("lockstep", "realtime"):
             raise ConfigError(f"emulator.clock must be 'lockstep' or 'realtime', got {self.clock!r}")
         if self.firmware not in ("v13", "legacy"):
             raise ConfigError(f"emulator.firmware must be 'v13' or 'legacy', got {self.firmware!r}")
+        if not 0 <= self.realtime_priority <= 99:
+            raise ConfigError(f"emulator.realtime_priority must be 0..99, got {self.realtime_priority}")
         if not self.physics_rate > 0 or self.timeout_registers < 0:
             raise ConfigError(f"emulator.physics_rate must be > 0 and timeout_registers >= 0, got "
                               f"{self.physics_rate}, {self.timeout_registers}")
@@ -110,7 +115,8 @@ class EmulatedBus:
         self.emulator = MotorEmulator(
             joints, channel=self.channel, interface="virtual", model_path=o.model_path or None,
             initial_pose=pose, payload=self.payload, physics_rate=physics_rate,
-            clock=o.clock, lockstep_period=period, timeout_registers=o.timeout_registers, firmware=o.firmware)
+            clock=o.clock, lockstep_period=period, timeout_registers=o.timeout_registers, firmware=o.firmware,
+            realtime_priority=o.realtime_priority)
         try:
             self._raw_bus = can.Bus(interface="virtual", channel=self.channel, receive_own_messages=False)
         except BaseException:

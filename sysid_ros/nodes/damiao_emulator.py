@@ -81,7 +81,7 @@ class DamiaoEmulatorNode(Node):
             model_path=options.model_path or None, initial_pose=options.initial_pose or None, payload=payload,
             physics_rate=options.physics_rate, clock=options.clock,
             lockstep_period=float(p["lockstep_period"]) or None, timeout_registers=options.timeout_registers,
-            firmware=options.firmware)
+            firmware=options.firmware, realtime_priority=options.realtime_priority)
         self._truth_pub = self.create_publisher(ParameterEstimate, "sim/true_parameters", LATCHED)
         self._state_pub = self.create_publisher(JointState, "~/joint_states", qos_profile_sensor_data)
         self.create_subscription(String, "~/fault", self._on_fault, 10)
