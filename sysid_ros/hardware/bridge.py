@@ -72,13 +72,7 @@ from sysid_ros.hardware.bridge_types import (
     JointSample,
     MotorStatus,
 )
-from sysid_ros.hardware.codec import (
-    CtrlMode,
-    Special,
-    command_arbitration_id,
-    describe,
-    special_frame,
-)
+from sysid_ros.hardware.codec import CtrlMode, Special, command_arbitration_id, describe, special_frame
 from sysid_ros.hardware.deadlines import Deadlines
 from sysid_ros.hardware.motor_frames import MotorFrames
 from sysid_ros.hardware.realtime import RealtimeGrant

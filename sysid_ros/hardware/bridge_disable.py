@@ -19,12 +19,8 @@ from sysid_ros.hardware.bridge_types import (
     UNCONFIRMED_REPORT,
 )
 from sysid_ros.hardware.codec import REGISTER_REQUEST_ID as REGISTER_ID
-from sysid_ros.hardware.codec import (
-    MotorState,
-    Special,
-    refresh_frame,
-    special_frame,
-)
+from sysid_ros.hardware.codec import MotorState, Special, special_frame
+from sysid_ros.hardware.codec_registers import refresh_frame
 from sysid_ros.hardware.safety import (
     Trip,
     TripKind,

@@ -18,20 +18,22 @@ from sysid_ros.hardware.bridge_types import (
 )
 from sysid_ros.hardware.codec import REGISTER_REQUEST_ID as REGISTER_ID
 from sysid_ros.hardware.codec import (
-    TIMEOUT_UNIT_S,
     CodecError,
     CtrlMode,
     Feedback,
     MitLimits,
     MotorState,
-    Register,
     Special,
     check_limits,
     decode_feedback,
+    special_frame,
+)
+from sysid_ros.hardware.codec_registers import (
+    TIMEOUT_UNIT_S,
+    Register,
     parse_register_reply,
     read_register_frame,
     refresh_frame,
-    special_frame,
     write_register_frame,
 )
 from sysid_ros.hardware.motor_frames import Reading

@@ -19,9 +19,7 @@ from sysid_ros.hardware.bridge_types import (
     BridgeError,
     JointSample,
 )
-from sysid_ros.hardware.codec import (
-    describe,
-)
+from sysid_ros.hardware.codec import describe
 from sysid_ros.hardware.deadlines import probe_latency, size_deadlines
 from sysid_ros.hardware.motor_frames import Reading
 from sysid_ros.hardware.realtime import request_realtime

@@ -8,11 +8,7 @@ import numpy as np
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.hardware.bridge_timing import TimingSummary
-from sysid_ros.hardware.codec import (
-    MitLimits,
-    MotorState,
-    describe,
-)
+from sysid_ros.hardware.codec import MitLimits, MotorState, describe
 from sysid_ros.hardware.deadlines import Deadlines
 from sysid_ros.hardware.safety import (
     Trip,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sysid_ros.hardware.bridge_config import BridgeConfig
-from sysid_ros.hardware.codec import TIMEOUT_UNIT_S
+from sysid_ros.hardware.codec_registers import TIMEOUT_UNIT_S
 
 __all__ = ["PROBE_CYCLES", "PROBE_TIME", "Deadlines", "probe_latency", "size_deadlines"]
 

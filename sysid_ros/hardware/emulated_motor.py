@@ -50,22 +50,24 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.motors import DAMIAO_MOTORS
 from sysid_ros.hardware.codec import (
     REGISTER_REQUEST_ID,
-    TIMEOUT_UNIT_S,
-    UINT32_REGISTERS,
     CtrlMode,
     MitCodec,
     MitCommand,
     MitLimits,
     MotorState,
-    Register,
     Special,
+    describe,
+    mode_offset,
+    parse_special,
+)
+from sysid_ros.hardware.codec_registers import (
+    TIMEOUT_UNIT_S,
+    UINT32_REGISTERS,
+    Register,
     decode_force_pos,
     decode_pos_vel,
     decode_velocity,
-    describe,
-    mode_offset,
     parse_register_request,
-    parse_special,
     register_reply_frame,
 )
 from sysid_ros.hardware.wiring import MotorWiring

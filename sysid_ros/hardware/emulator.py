@@ -59,10 +59,7 @@ import numpy as np
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.plant import MitPlant
-from sysid_ros.hardware.codec import (
-    REGISTER_REQUEST_ID,
-    MotorState,
-)
+from sysid_ros.hardware.codec import REGISTER_REQUEST_ID, MotorState
 from sysid_ros.hardware.emulated_motor import (
     AMBIENT_C,
     OVER_TEMPERATURE_C,

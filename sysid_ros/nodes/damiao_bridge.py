@@ -26,11 +26,17 @@ Topics (relative names: remap them in a launch file or with ``--ros-args -r``):
   activation time + rounds × period (emulated time);
 * ``diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: per motor the state
   code, MOSFET/rotor temperatures and missed replies; the loop's achieved rate, jitter and
-  overruns; the trip reason after a fault;
+  overruns, its scheduling (``SCHED_FIFO 50`` or ``SCHED_OTHER``), its measured wake-up latency
+  and the deadlines sized from it (motor CAN timeout, command watchdog, heartbeat:
+  :mod:`sysid_ros.hardware.deadlines`); the trip reason after a fault;
 * ``~/replay_done`` (``std_msgs/Bool``, latched): when a replay finished;
 * ``~/clear_fault`` (``std_srvs/Trigger``): acknowledge a trip (see above);
 * ``sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched), with the emulator only: the
   emulated robot's true parameters.
+
+The control loop is a thread of its own that asks for real-time scheduling (``realtime_priority``,
+``lock_memory``; said once if the host refuses) and never waits for the rclpy executor to send a
+frame: it enables the motors, sends every cycle's frames and disables the motors on deactivate.
 
 With ``autostart: true`` the node configures and activates itself; otherwise
 ``ros2 lifecycle set /damiao_bridge configure`` then ``activate``.
@@ -321,6 +327,8 @@ def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
                       period_p99_us=f"{1e6 * t.p99:.1f}", period_max_us=f"{1e6 * t.max:.1f}",
                       jitter_us=f"{1e6 * t.jitter:.1f}", work_mean_us=f"{1e6 * t.work_mean:.1f}",
                       overruns=str(t.overruns), missed_cycles=str(t.missed))
+    if status.deadlines is not None:  # scheduling, measured latency and the deadlines sized from it
+        values.update(status.deadlines.values())
     values.update({k: str(v) for k, v in status.counters.items()})
     if status.replay:
         values["replay"] = status.replay

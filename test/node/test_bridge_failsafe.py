@@ -314,22 +314,26 @@ def test_position_jumps_are_slew_limited_and_feed_forward_ramps_in_after_enable(
     """A command that jumps joint4 by 1 rad and asks for velocity and feed-forward torque at once:
     on the bus the position target moves at most ``max_position_rate × period`` per MIT round,
     and the velocity and torque targets rise from 0 over ``enable_ramp_time`` after enable."""
-    rate, ramp = 2.0, 0.4  # [rad/s], [s]
+    # [rad/s], [s]; the command must land in the first half of the ramp: with 2 s (500 lockstep
+    # rounds) the test thread may be held off for a second on a loaded machine
+    rate, ramp = 2.0, 2.0
     rig = rig_factory(command_timeout=30.0, max_position_rate=rate, enable_ramp_time=ramp)
     cfg = rig.config
     rig.bridge.configure()
     mark = len(rig.monitor.frames)
     rig.bridge.activate()
     rig.run_cycles(2)
-    home = next(s.position for s in reversed(rig.samples) if np.all(np.isfinite(s.position)))
+    home = rig.full_sample().position
     target = home.copy()
     target[3] += 1.0
     rig.bridge.submit_command(list(cfg.names), target.tolist(), velocity=[0.5] * 6, effort=[0.4] * 6,
                               kp=[20.0] * 6, kd=[1.0] * 6)
     step = rate / cfg.rate
     # lockstep: one MIT round per period; the ramp takes 0.5 s / step rounds to cover 1 rad
-    assert wait_until(lambda: sum(is_mit(f) and f.arbitration_id == 4 for f in rig.monitor.frames[mark:])
-                      >= 1.0 / step + 0.5 * ramp * cfg.rate + 10)
+    def joint4_rounds() -> int:
+        return sum(is_mit(f) and f.arbitration_id == 4 for f in rig.monitor.frames[mark:])
+
+    assert rig.wait_running(lambda: joint4_rounds() >= 1.0 / step + ramp * cfg.rate + 10), rig.bridge.status()
     joint4 = [decode_mit(f.data, DM4310) for f in rig.monitor.snapshot()[mark:]
               if is_mit(f) and f.arbitration_id == 4]
     position = np.array([m.position for m in joint4])

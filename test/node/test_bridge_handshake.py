@@ -10,7 +10,8 @@ import pytest
 from oracles.damiao_rig import DM4340, N_JOINTS, Frame, is_special, rigs, wait_until
 
 from sysid_ros.hardware.bridge import Bridge, HandshakeError
-from sysid_ros.hardware.codec import Register, Special
+from sysid_ros.hardware.codec import Special
+from sysid_ros.hardware.codec_registers import Register
 from sysid_ros.hardware.transport import BusError
 
 rig_factory = pytest.fixture(rigs, name="rig_factory")

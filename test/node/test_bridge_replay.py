@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracles.damiao_rig import WAIT, is_special, rigs
+from oracles.damiao_rig import is_special, rigs
 
 from sysid_ros.core.data.trajectory_file import TrajectoryFile, write_trajectory_file
 from sysid_ros.core.errors import DataError
@@ -29,7 +29,7 @@ def test_replay_of_a_trajectory_file(rig_factory, tmp_path):
     rig.bridge.activate()
     with pytest.raises(BridgeError, match="being replayed"):
         rig.bridge.submit_command(["joint1"], [0.0])
-    assert rig.done.wait(WAIT), rig.bridge.status()
+    assert rig.wait_running(rig.done.is_set), rig.bridge.status()
     assert rig.bridge.trip is None
     replay = rig.bridge.replay
     samples = list(rig.samples)  # the loop goes on appending

@@ -20,17 +20,19 @@ from sysid_ros.hardware.codec import (
     MitCommand,
     MitLimits,
     MotorState,
-    Register,
     Special,
     decode_feedback,
     decode_mit,
     encode_mit,
+    special_frame,
+)
+from sysid_ros.hardware.codec_registers import (
+    Register,
     encode_pos_vel,
     parse_register_reply,
     read_register_frame,
     refresh_frame,
     save_frame,
-    special_frame,
     write_register_frame,
 )
 from sysid_ros.hardware.emulator import BUS_OFF_ERROR_ID, EmulatorError, EmulatorJoint, MotorEmulator

@@ -105,7 +105,32 @@ class Rig:
 
     def run_cycles(self, count: int) -> None:
         start = len(self.samples)
-        assert wait_until(lambda: len(self.samples) >= start + count), "the control loop stalled"
+        assert self.wait_running(lambda: len(self.samples) >= start + count), "the control loop stalled"
+
+    def wait_running(self, predicate, stall: float = WAIT, cap: float = 120.0) -> bool:
+        """Wait until ``predicate()`` while the control loop makes progress: ``False`` once no cycle
+        has run for ``stall`` seconds (a trip, a dead loop) or after ``cap`` seconds in all. A
+        loaded machine slows a lockstep run down (each round waits for the emulator's replies);
+        it does not stop it, so a fixed bound on the whole run would fail a healthy run."""
+        deadline = time.monotonic() + cap
+        last, seen = self.bridge.cycles, time.monotonic()
+        while not predicate():
+            now = time.monotonic()
+            cycles = self.bridge.cycles
+            if cycles != last:
+                last, seen = cycles, now
+            elif now - seen > stall or now > deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
+    def full_sample(self):
+        """The latest sample in which every motor replied (waits for one, bounded)."""
+        def found():
+            return next((s for s in reversed(self.samples) if s.fresh.all()), None)
+
+        assert self.wait_running(lambda: found() is not None), "no cycle in which every motor replied"
+        return found()
 
 
 def is_special(frame: Frame, kind: Special) -> bool:

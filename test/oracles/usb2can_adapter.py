@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.hardware.bridge_config import load_bridge_config  # noqa: E402
-from sysid_ros.hardware.codec import Register  # noqa: E402
+from sysid_ros.hardware.codec_registers import Register  # noqa: E402
 from sysid_ros.hardware.emulator import MotorEmulator  # noqa: E402
 from sysid_ros.hardware.usb2can import TX_LENGTH  # noqa: E402
 

@@ -24,32 +24,34 @@ from sysid_ros.hardware.codec import (
     MitCommand,
     MitLimits,
     MotorState,
-    Register,
-    RegisterReply,
     Special,
     check_limits,
     command_arbitration_id,
     decode_feedback,
-    decode_force_pos,
     decode_mit,
-    decode_pos_vel,
-    decode_velocity,
     describe,
     encode_feedback,
-    encode_force_pos,
     encode_mit,
+    mode_offset,
+    parse_special,
+    resolution,
+    special_frame,
+)
+from sysid_ros.hardware.codec_registers import (
+    Register,
+    RegisterReply,
+    decode_force_pos,
+    decode_pos_vel,
+    decode_velocity,
+    encode_force_pos,
     encode_pos_vel,
     encode_velocity,
-    mode_offset,
     parse_register_reply,
     parse_register_request,
-    parse_special,
     read_register_frame,
     refresh_frame,
     register_reply_frame,
-    resolution,
     save_frame,
-    special_frame,
     write_register_frame,
 )
 
@@ -422,7 +424,7 @@ def test_float_to_uint_errors():
        can_id=st.integers(1, 0x7FE))
 def test_register_values_round_trip(rid, value, integer, can_id):
     """uint32 registers exactly, float32 registers to float32 precision, request and reply side."""
-    from sysid_ros.hardware.codec import UINT32_REGISTERS
+    from sysid_ros.hardware.codec_registers import UINT32_REGISTERS
 
     expected = integer if rid in UINT32_REGISTERS else struct.unpack("<f", struct.pack("<f", value))[0]
     data = write_register_frame(can_id, rid, integer if rid in UINT32_REGISTERS else value)

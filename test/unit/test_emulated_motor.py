@@ -11,14 +11,16 @@ from sysid_ros.hardware.codec import (
     REGISTER_REQUEST_ID,
     MitCommand,
     MitLimits,
-    Register,
     Special,
     decode_feedback,
     encode_mit,
+    special_frame,
+)
+from sysid_ros.hardware.codec_registers import (
+    Register,
     encode_velocity,
     parse_register_reply,
     read_register_frame,
-    special_frame,
     write_register_frame,
 )
 from sysid_ros.hardware.emulator import EmulatedMotor, EmulatorJoint
