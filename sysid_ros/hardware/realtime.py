@@ -25,7 +25,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-__all__ = ["MAX_PRIORITY", "SWITCH_INTERVAL", "RealtimeGrant", "request_realtime"]
+__all__ = ["MAX_PRIORITY", "SWITCH_INTERVAL", "RealtimeGrant", "raise_process_threads", "request_realtime"]
 
 MAX_PRIORITY = 99
 """Highest ``SCHED_FIFO`` priority on Linux (1 is the lowest)."""
@@ -138,3 +138,36 @@ def request_realtime(priority: int, *, lock_memory: bool = True) -> RealtimeGran
         if not locked:
             refused.append(why)
     return RealtimeGrant(priority, granted, locked, _policy_text(), "; ".join(refused))
+
+
+def raise_process_threads(priority: int, *, python_threads: bool = True) -> tuple[int, str]:
+    """Every thread of this process that runs with normal scheduling now gets ``SCHED_FIFO``
+    ``priority`` (threads already real-time keep theirs; threads created later inherit their
+    creator's). For a process whose deadline thread shares locks with the others: the GIL, which
+    any Python thread holds while it runs, and the middleware's locks (rclpy's ``publish`` holds
+    the GIL while DDS takes a writer lock that DDS's own threads also take) — a normal thread
+    preempted by a CPU hog while holding one stalls the deadline thread for the hog's time slice
+    (seen: 20–50 ms publishes and 0xD at load 12). At the lowest real-time priority no normal task
+    preempts them, and the deadline thread (higher) still preempts them all.
+    Returns ``(threads raised, why not)``; never raises."""
+    raised, refused = 0, ""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError as exc:
+        return 0, f"cannot list this process's threads: {exc}"
+    skip = set() if python_threads else {t.native_id for t in threading.enumerate()}
+    for tid in tids:
+        if tid in skip:
+            continue
+        try:
+            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                continue
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            raised += 1
+        except ProcessLookupError:  # ended meanwhile
+            continue
+        except OSError as exc:
+            refused = (f"SCHED_FIFO priority {priority} for the process's threads: [Errno {exc.errno}] "
+                       f"{exc.strerror}")
+            break
+    return raised, refused

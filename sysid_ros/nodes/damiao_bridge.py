@@ -65,6 +65,7 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.hardware.bridge import Bridge, BridgeStatus, JointSample
 from sysid_ros.hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
 from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS
+from sysid_ros.hardware.realtime import raise_process_threads
 from sysid_ros.hardware.safety import CommandError, Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
@@ -79,6 +80,7 @@ COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 STATES = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
 SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
+OTHERS_PRIORITY = 1     # SCHED_FIFO priority of the node's other threads when the loop is real-time
 #: ``use_emulator`` and the ``emulator.*`` group (:data:`.emulated_bus.EMULATOR_PARAMETERS`)
 EMULATOR_GROUP = (
     ("use_emulator", False, "emulated motors on a private in-process bus instead of the configured one"),
@@ -117,9 +119,25 @@ class DamiaoBridgeNode(LifecycleNode):
         # a trip is seen in the loop thread; the lifecycle transition runs in the executor
         self._trip_guard = self.create_guard_condition(self._leave_active_after_trip)
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault)
+        self._process_realtime()
         if parameter_value(self, "autostart"):
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
+
+    def _process_realtime(self) -> None:
+        """With a real-time control loop (``realtime_priority`` > 0): every other thread of this
+        process (this one, which becomes the executor's parent; the DDS threads) at SCHED_FIFO
+        :data:`OTHERS_PRIORITY`, so that none is preempted by a normal task while it holds the GIL
+        or a DDS lock the loop waits for (:func:`~sysid_ros.hardware.realtime.raise_process_threads`)."""
+        if int(parameter_value(self, "realtime_priority")) <= 0:
+            return
+        raised, refused = raise_process_threads(OTHERS_PRIORITY)
+        if refused:
+            self.get_logger().warning(f"the node's other threads keep normal scheduling ({refused}): on a "
+                                      "busy host they can stall the control loop (docs/damiao-bridge.md)")
+        else:
+            self.get_logger().info(f"{raised} other threads of this process (executor, DDS) at SCHED_FIFO "
+                                   f"{OTHERS_PRIORITY}")
 
     # ------------------------------------------------------------------------------ set-up
     def _parameter_snapshot(self) -> dict:

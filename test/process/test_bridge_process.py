@@ -47,6 +47,9 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
     ros = Listener(ros_domain_id)
     try:
         assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"
+        # the stream is timed from its first command: that one must reach the bridge (discovery
+        # of the command publisher by the bridge's subscription can lag the joint states)
+        assert wait_until(lambda: ros.commands.get_subscription_count() > 0, 30.0), "bridge not subscribed"
         first = ros.states[-1][1]
         assert list(first.name) == [f"joint{i}" for i in range(1, 7)]
         q0 = np.array(first.position)
@@ -59,8 +62,12 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
             ros.command(first.name, target)
             sent.append((time.monotonic(), target[0]))
             time.sleep(0.01)
-        stamps = np.array([t for t, _ in ros.states])
-        q1 = np.array([m.position[0] for _, m in ros.states])
+        # the latest diagnostics now were published while commands streamed (0.1 s after the last
+        # one the bridge holds, correctly); the states as one snapshot (the listener appends on)
+        loop = ros.status("damiao_bridge: control loop")
+        states = list(ros.states)
+        stamps = np.array([t for t, _ in states])
+        q1 = np.array([m.position[0] for _, m in states])
         moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
         assert moving.sum() > 50
 
@@ -74,7 +81,6 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
         error = tracking_error(lag)
         assert np.nanmedian(error) < 0.01 and np.nanmax(error) < 0.05, (lag, error)
         assert abs(np.nanmedian(q1[-20:]) - (q0[0] + amplitude)) < 0.01  # and settles on the target
-        loop = ros.status("damiao_bridge: control loop")
         assert loop is not None and loop.level == DiagnosticStatus.OK
         values = {kv.key: kv.value for kv in loop.values}
         assert values["mode"] == "track" and float(values["rate_hz"]) > 0.0  # loop timing is reported
