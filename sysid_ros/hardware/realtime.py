@@ -25,7 +25,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
-__all__ = ["MAX_PRIORITY", "SWITCH_INTERVAL", "RealtimeGrant", "raise_process_threads", "request_realtime"]
+__all__ = ["MAX_PRIORITY", "SWITCH_INTERVAL", "RealtimeGrant", "raise_process_threads", "request_realtime",
+           "restore_threads"]
 
 MAX_PRIORITY = 99
 """Highest ``SCHED_FIFO`` priority on Linux (1 is the lowest)."""
@@ -140,7 +141,7 @@ def request_realtime(priority: int, *, lock_memory: bool = True) -> RealtimeGran
     return RealtimeGrant(priority, granted, locked, _policy_text(), "; ".join(refused))
 
 
-def raise_process_threads(priority: int, *, python_threads: bool = True) -> tuple[int, str]:
+def raise_process_threads(priority: int, *, python_threads: bool = True) -> tuple[list[int], str]:
     """Every thread of this process that runs with normal scheduling now gets ``SCHED_FIFO``
     ``priority`` (threads already real-time keep theirs; threads created later inherit their
     creator's). For a process whose deadline thread shares locks with the others: the GIL, which
@@ -149,12 +150,13 @@ def raise_process_threads(priority: int, *, python_threads: bool = True) -> tupl
     preempted by a CPU hog while holding one stalls the deadline thread for the hog's time slice
     (seen: 20–50 ms publishes and 0xD at load 12). At the lowest real-time priority no normal task
     preempts them, and the deadline thread (higher) still preempts them all.
-    Returns ``(threads raised, why not)``; never raises."""
-    raised, refused = 0, ""
+    Returns ``(thread ids raised, why not)``; never raises (:func:`restore_threads` undoes it)."""
+    raised: list[int] = []
+    refused = ""
     try:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError as exc:
-        return 0, f"cannot list this process's threads: {exc}"
+        return [], f"cannot list this process's threads: {exc}"
     skip = set() if python_threads else {t.native_id for t in threading.enumerate()}
     for tid in tids:
         if tid in skip:
@@ -163,7 +165,7 @@ def raise_process_threads(priority: int, *, python_threads: bool = True) -> tupl
             if os.sched_getscheduler(tid) != os.SCHED_OTHER:
                 continue
             os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
-            raised += 1
+            raised.append(tid)
         except ProcessLookupError:  # ended meanwhile
             continue
         except OSError as exc:
@@ -171,3 +173,13 @@ def raise_process_threads(priority: int, *, python_threads: bool = True) -> tupl
                        f"{exc.strerror}")
             break
     return raised, refused
+
+
+def restore_threads(tids: list[int]) -> None:
+    """Normal scheduling again for the threads :func:`raise_process_threads` raised (those still
+    alive)."""
+    for tid in tids:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            continue

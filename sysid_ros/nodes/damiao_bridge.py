@@ -136,8 +136,8 @@ class DamiaoBridgeNode(LifecycleNode):
             self.get_logger().warning(f"the node's other threads keep normal scheduling ({refused}): on a "
                                       "busy host they can stall the control loop (docs/damiao-bridge.md)")
         else:
-            self.get_logger().info(f"{raised} other threads of this process (executor, DDS) at SCHED_FIFO "
-                                   f"{OTHERS_PRIORITY}")
+            self.get_logger().info(f"{len(raised)} other threads of this process (executor, DDS) at "
+                                   f"SCHED_FIFO {OTHERS_PRIORITY}")
 
     # ------------------------------------------------------------------------------ set-up
     def _parameter_snapshot(self) -> dict:

@@ -21,6 +21,7 @@ from sysid_ros.hardware.bridge import Bridge
 from sysid_ros.hardware.bridge_config import BridgeConfig, load_bridge_config
 from sysid_ros.hardware.codec import MitLimits, MotorState, Special, parse_special
 from sysid_ros.hardware.emulated_bus import EmulatedBus, EmulatorOptions
+from sysid_ros.hardware.realtime import raise_process_threads, restore_threads
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFIG = ROOT / "config" / "yam_damiao.yaml"
@@ -86,6 +87,10 @@ class Rig:
         self.monitor_bus = can.Bus(interface="virtual", channel=self.emulated.channel)
         self.monitor = Monitor()
         self.notifier = can.Notifier(self.monitor_bus, [self.monitor], timeout=0.05)
+        # as the bridge node does for its process: this process's other threads (the monitor's
+        # notifier, the test's own) at SCHED_FIFO 1 while the rig is open, so that none is
+        # preempted by a CPU hog while holding the GIL the real-time loop needs (restored at close)
+        self._raised, _ = raise_process_threads(1)
         self.samples: list = []
         self.trips: list = []
         self.done = threading.Event()
@@ -99,6 +104,7 @@ class Rig:
         self.emulated.close()
         self.notifier.stop()
         self.monitor_bus.shutdown()
+        restore_threads(self._raised)
 
     def states(self) -> list[MotorState]:
         return [m.state for m in self.emulator.motors]
