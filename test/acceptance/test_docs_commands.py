@@ -122,3 +122,28 @@ def test_the_tour_and_tutorials_have_commands():
     counted = {p.name: sum(1 for b in blocks(p, ("bash",)) for w in commands(b) if w[0] == "sysid")
                for p in pages()}
     assert counted["README.md"] >= 3 and counted["simulated-arm.md"] >= 8 and counted["vendor-log.md"] >= 2
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in pages():
+        text = _FENCE.sub("", page.read_text(encoding="utf-8"))
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.is_file():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no file)")
+                continue
+            if anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", _FENCE.sub("", linked.read_text(encoding="utf-8")), re.M)
+                if anchor not in {_slug(h) for h in headings}:
+                    broken.append(f"{page.relative_to(ROOT)}: {target} (no heading)")
+    assert not broken, "\n".join(broken)
