@@ -106,6 +106,7 @@ def run_demo(opts: DemoOptions) -> dict:
     try:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
     except ImportError:
         raise SysIdError(NO_ROS) from None
 
@@ -147,7 +148,9 @@ def run_demo(opts: DemoOptions) -> dict:
         "batch_solver": {"data_root": str(out), "output_root": str(out), "model_path": str(model_path)},
     }
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain)
+    # the demo's signals are its own (KeyboardInterrupt: stop every node, finalise the bag), not
+    # rclpy's (which would shut the context down under the monitor)
+    rclpy.init(context=context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
     executor = SingleThreadedExecutor(context=context)
     procs: dict[str, NodeProcess] = {}
     interrupted = False
@@ -265,9 +268,10 @@ def _nodes_in_domain(domain: int) -> list[str]:
     """Names of the (visible) nodes discovered in ``domain`` on this machine within
     :data:`DOMAIN_PROBE_TIME`."""
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain)
+    rclpy.init(context=context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
     try:
         probe = rclpy.create_node("sysid_demo_domain_probe", context=context)
         try:
