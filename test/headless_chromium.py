@@ -135,7 +135,7 @@ class Chromium:
             self._pending.clear()
 
     def send(self, method: str, params: dict | None = None, *, session: str | None = None,
-             timeout: float = 60.0) -> dict[str, Any]:
+             timeout: float = 300.0) -> dict[str, Any]:
         """Send one command and wait (at most ``timeout`` s) for its result."""
         waiter: queue.Queue = queue.Queue()
         with self._lock:
@@ -169,7 +169,7 @@ class Chromium:
     def open(self, url: str, *, width: int = 1280, height: int = 900, timeout: float = 120.0) -> Page:
         """Open ``url`` in a new page of ``width`` × ``height`` CSS pixels with every page event
         recorded from before the navigation; returns when its load event fired."""
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        target = self.send("Target.createTarget", {"url": "about:blank"}, timeout=timeout)["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session)
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -245,7 +245,7 @@ class Page:
         for msg in self.browser.events(0.2):
             self._record(msg)
 
-    def evaluate(self, expression: str, *, await_promise: bool = False, timeout: float = 60.0) -> Any:
+    def evaluate(self, expression: str, *, await_promise: bool = False, timeout: float = 300.0) -> Any:
         """The value of a JavaScript expression (JSON-serialisable), a thrown error as CDPError."""
         r = self.browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
                                                    "awaitPromise": await_promise},

@@ -23,11 +23,14 @@ from headless_chromium import Chromium, find_chromium
 
 from sysid_ros.core.report.html import SECTIONS
 
-pytestmark = [pytest.mark.slow,
+#: bounded waits for the browser [s]: a 5 MB page on a 2-core host at load 40 took over 120 s to load
+BROWSER_TIMEOUT = 400.0
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
               pytest.mark.skipif(find_chromium() is None, reason="no Chromium (apt-get install chromium)")]
 
 
-def _sysid(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+def _sysid(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
@@ -66,8 +69,8 @@ def test_report_renders_in_chromium(report):
     from PIL import Image
 
     with Chromium.start() as browser:
-        page = browser.open(report.resolve().as_uri(), width=1280, height=900)
-        n_plots = page.evaluate("window.sysidReportReady", await_promise=True, timeout=120)
+        page = browser.open(report.resolve().as_uri(), width=1280, height=900, timeout=BROWSER_TIMEOUT)
+        n_plots = page.evaluate("window.sysidReportReady", await_promise=True, timeout=BROWSER_TIMEOUT)
         dom = json.loads(page.evaluate(DOM_SUMMARY))
         png = page.screenshot()
         page.drain()

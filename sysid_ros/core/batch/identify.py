@@ -43,6 +43,7 @@ from sysid_ros.core.data.preprocessing import (
 from sysid_ros.core.data.segments import Segmentation
 from sysid_ros.core.data.timebase import TimebaseReport, regularise
 from sysid_ros.core.errors import DataError, IdentificationError
+from sysid_ros.core.model.base_params import poorly_determined
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.regressor import sigmoid_column, stribeck_column
 from sysid_ros.core.model.robot import body_params_from_inertial, inertial_from_body_params
@@ -611,9 +612,7 @@ def precision_warnings(result: IdentificationResult, *, limit: int = 12) -> list
     (above 1e-3 of the parameters' RMS): the data barely determine them; named, the worst first
     (at most ``limit`` named)."""
     std, beta = result.beta_std, result.beta
-    # a parameter that is ~0 with a negligible std (1e-3 of the typical magnitude) is not news
-    floor = 1e-3 * float(np.sqrt(np.mean(beta**2))) if beta.size else 0.0
-    bad = np.flatnonzero((std > np.abs(beta)) & (std > floor))
+    bad = np.flatnonzero(poorly_determined(beta, std))  # the report's identifiability rule too
     if bad.size == 0:
         return []
     bad = bad[np.argsort(-(std[bad] / np.maximum(np.abs(beta[bad]), 1e-300)))]
