@@ -8,8 +8,9 @@
 
 The graph: trajectory_publisher → /motor_command → damiao_bridge → CAN → motors → damiao_bridge →
 /joint_states → estimator → /estimator/estimate; the recorder writes a rosbag2 bag of the run
-(`ros2 bag record /joint_states /motor_command` does the same on a full ROS install). The nodes
-use relative topic names; the remappings below name the graph's topics.
+(`ros2 bag record joint_states motor_command` does the same on a full ROS install). Every name is
+relative (``/joint_states`` ... in the root namespace): a ``PushRosNamespace`` around this file's
+``IncludeLaunchDescription`` moves the whole graph.
 
 One bridge node either way: ``use_emulator:=true`` makes it build an emulated bus in its own
 process (motors emulated from the firmware's behaviour, shafts driven by MuJoCo, on a private
@@ -21,20 +22,23 @@ config/yam_damiao.yaml`` next to this launch with ``channel:=vcan0``.
 The bridge is a lifecycle node; ``autostart:=true`` (default) configures and activates it at
 start, ``autostart:=false`` leaves that to ``ros2 lifecycle set /damiao_bridge configure`` and
 ``activate`` (motors are enabled on activate, disabled on deactivate, shutdown and Ctrl-C).
+
+Checked before any node starts: switches take exactly what launch's IfCondition takes
+(true/false/1/0, any case), ``bag`` must not exist yet, ``model_path`` must be a file. The bridge,
+the estimator and (when started) the trajectory publisher and recorder are required: when one ends,
+one line names it and the launch stops (the bridge disables the motors, the recorder finishes its bag).
 """
 
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
 from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
+from sysid_ros.nodes.launch_checks import model_file, new_bag, required, switch
 
-#: relative topic names of the nodes → the graph's topics
-TOPICS = [("joint_states", "/joint_states"), ("motor_command", "/motor_command"),
-          ("diagnostics", "/diagnostics"), ("sim/true_parameters", "/sim/true_parameters")]
+SWITCHES = ("use_emulator", "autostart", "trajectory", "record")
 
 
 def _config(name: str) -> PathJoinSubstitution:
@@ -69,35 +73,43 @@ def generate_launch_description() -> LaunchDescription:
                 ("recorder_config", _config("recorder.yaml"), "recorder parameters (topics, storage)"),
                 ("bag", "", "bag directory ('' = sysid_bags/run_<time>)"),
             )]
+    return LaunchDescription([*args, OpaqueFunction(function=_graph)])
+
+
+def _graph(context: LaunchContext) -> list[Node]:
+    """The nodes, once the arguments are checked (an error here starts no node)."""
     arg = LaunchConfiguration
+    on = {name: switch(name, arg(name).perform(context)) for name in SWITCHES}
+    model_file("model_path", arg("model_path").perform(context))
+    if on["record"]:
+        new_bag("bag", arg("bag").perform(context))
     model = {"model_path": arg("model_path")}
-    common = dict(package="sysid_ros", output="screen", emulate_tty=True, remappings=TOPICS)
-
-    def bridge(context: LaunchContext) -> list[Node]:
-        """The one bridge node: the config file, then the arguments (``channel`` only if given)."""
-        overrides = {"autostart": arg("autostart"), "rate": arg("rate"), "use_emulator": arg("use_emulator"),
-                     "emulator.model_path": arg("model_path"), "emulator.payload": arg("payload")}
-        if arg("channel").perform(context):
-            overrides["channel"] = arg("channel")
-        return [Node(executable="damiao_bridge", name="damiao_bridge", parameters=[arg("config"), overrides],
-                     **common)]
-
-    nodes = [
-        OpaqueFunction(function=bridge),
-        Node(executable="trajectory_publisher", name="trajectory_publisher",
-             # one command per bridge cycle: a command rate unlike the bridge's decimates the
-             # joint-state stream unevenly (uneven command stamps in the bag)
-             parameters=[arg("trajectory_config"), model,
-                         {"excitation_time": arg("excitation_time"), "rate": arg("rate"),
-                          "coefficients_file": arg("coefficients_file")}],
-             condition=IfCondition(arg("trajectory")), **common),
-        # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
-        Node(executable="estimator", name="estimator",
-             parameters=[arg("estimator_config"), model,
-                         {"sample_rate": arg("rate"), "target": arg("target"), "method": arg("method"),
-                          "prior": arg("prior"), "reliable_input": True}], **common),
-        Node(executable="recorder", name="recorder",
-             parameters=[arg("recorder_config"), {"output": arg("bag")}],
-             condition=IfCondition(arg("record")), **common),
-    ]
-    return LaunchDescription([*args, *nodes])
+    common = dict(package="sysid_ros", output="screen", emulate_tty=True)
+    # the one bridge node: the config file, then the arguments (``channel`` only if given)
+    overrides = {"autostart": on["autostart"], "rate": arg("rate"), "use_emulator": on["use_emulator"],
+                 "emulator.model_path": arg("model_path"), "emulator.payload": arg("payload")}
+    if arg("channel").perform(context):
+        overrides["channel"] = arg("channel")
+    nodes = [Node(executable="damiao_bridge", name="damiao_bridge", parameters=[arg("config"), overrides],
+                  on_exit=required("damiao_bridge", "no joint states without the bridge"), **common)]
+    if on["trajectory"]:
+        # one command per bridge cycle: a command rate unlike the bridge's decimates the
+        # joint-state stream unevenly (uneven command stamps in the bag)
+        nodes.append(Node(executable="trajectory_publisher", name="trajectory_publisher",
+                          parameters=[arg("trajectory_config"), model,
+                                      {"excitation_time": arg("excitation_time"), "rate": arg("rate"),
+                                       "coefficients_file": arg("coefficients_file")}],
+                          on_exit=required("trajectory_publisher", "trajectory:=true asked for the "
+                                                                   "excitation"), **common))
+    # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
+    nodes.append(Node(executable="estimator", name="estimator",
+                      parameters=[arg("estimator_config"), model,
+                                  {"sample_rate": arg("rate"), "target": arg("target"),
+                                   "method": arg("method"), "prior": arg("prior"), "reliable_input": True}],
+                      on_exit=required("estimator", "the online estimate is this launch's product"),
+                      **common))
+    if on["record"]:
+        nodes.append(Node(executable="recorder", name="recorder",
+                          parameters=[arg("recorder_config"), {"output": arg("bag")}],
+                          on_exit=required("recorder", "record:=true asked for a bag of the run"), **common))
+    return nodes

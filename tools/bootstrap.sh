@@ -74,7 +74,7 @@ if [[ "$ros_mode" == "pypi" ]]; then
 fi
 cmake_args=(-DPython3_EXECUTABLE="$(command -v python)" -DBUILD_TESTING=OFF)
 [[ "$ros_mode" == "pypi" ]] && cmake_args+=(-DPython3_NumPy_INCLUDE_DIR="$np_link")
-build_inputs=(package.xml CMakeLists.txt msg/*.msg srv/*.srv)
+build_inputs=(package.xml CMakeLists.txt msg/*.msg srv/*.srv action/*.action)
 build_hash="$( (echo "$ros_mode ${cmake_args[*]}"; hash_of "${build_inputs[@]}";
                find sysid_ros scripts launch config -type f -not -path '*/__pycache__/*' | LC_ALL=C sort) \
               | sha256sum | cut -d' ' -f1)"

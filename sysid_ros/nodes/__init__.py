@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
+
+__all__ = ["spin", "stop_quietly_until_spinning"]
+
+
+def stop_quietly_until_spinning() -> None:
+    """Until :func:`spin` takes over: SIGINT/SIGTERM end the process at once with status 0 (a
+    Ctrl-C while the node is still importing or starting leaves nothing to finish). Called first
+    by every node executable (``scripts/*`` and ``python -m sysid_ros.nodes.<node>``), before the
+    node's imports; without it a signal during start-up ends the process by KeyboardInterrupt
+    (status -2 under launch)."""
+
+    def leave(_signum, _frame) -> None:
+        os._exit(0)  # nothing is open yet; an exception could be swallowed by the import under way
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, leave)
+
+
+# `python -m sysid_ros.nodes.<node>`: this package is imported before the node's module (and its
+# imports, which take seconds on a busy host); sys.argv[0] is "-m" only while that module is found
+if sys.argv[:1] == ["-m"] and threading.current_thread() is threading.main_thread():
+    stop_quietly_until_spinning()
 
 
 def die_with_parent() -> None:
@@ -39,8 +62,9 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     first SIGINT/SIGTERM, the end of spinning, or an error in a callback); then the executor is
     stopped and, once it has, shut down, the node destroyed while its context is still valid, and
     the context shut down last. A second signal during teardown says "already stopping" and does
-    not cut it short (files are finished there); SIGKILL still ends the process (its files stay
-    recoverable)."""
+    not cut it short (files are finished there); signals after teardown are ignored (the process
+    is ending: any number of Ctrl-Cs at any spacing give exit status 0); SIGKILL still ends the
+    process (its files stay recoverable)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
@@ -49,7 +73,9 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     from sysid_ros.core.errors import SysIdError
 
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, _stop_requester(stop)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        signal.signal(sig, _stop_requester(stop))
     die_with_parent()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
@@ -94,8 +120,8 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
                 node.destroy_node()
             rclpy.try_shutdown()
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for sig in signals:  # the process ends after this: a late signal changes nothing
+                signal.signal(sig, signal.SIG_IGN)
     for exc in raised:
         if isinstance(exc, SysIdError):
             print(f"[{getattr(make_node, '__name__', 'node')}] stopped: {exc}", file=sys.stderr)

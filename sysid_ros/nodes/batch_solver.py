@@ -1,12 +1,19 @@
-"""Node ``batch_solver``: the ``BatchSolve`` service on recorded bags (and CSV files).
+"""Node ``batch_solver``: ``BatchSolve`` on recorded bags (and CSV files), as an action and a service.
+
+The action ``batch_solve`` (``sysid_ros/action/BatchSolve``) reports each stage of the solve as
+feedback (``stage``: reading, preparing, solving, evaluating, writing; ``progress``: the fraction
+of stages begun; ``message``: the stage's latest log line) and can be canceled: the solve stops at
+the next stage boundary or log line, no output is written, and the result says during which stage.
+The service ``batch_solve`` (``sysid_ros/srv/BatchSolve``, same request and response) is kept for
+one blocking call. Both are relative names (``/batch_solve`` in the root namespace).
 
 Requests name a bag relative to the configured ``data_root``, an output folder relative to
 ``output_root`` and optionally a model relative to ``model_root`` (default: ``data_root``; the
 package's own robot models are accepted too); paths resolving outside them are refused. The
 ``model_path`` parameter, set by whoever starts the node, is not confined. The service callback
 is a coroutine: the solve runs in a worker thread while the (single-threaded) executor keeps
-serving, so a second request while one is running is refused at once with a clear message. The
-latest estimate is also published (latched) on ``~/estimate``.
+serving, so a second request (or goal) while one is running is refused at once with a clear
+message. The latest estimate is also published (latched) on ``~/estimate``.
 
 Several runs of the same arm: ``bag_path`` lists them comma-separated (``run0,run2kg,run5kg``);
 the ``known_payloads`` parameter gives each its known payload and ``drive_gains`` adds a torque
@@ -24,12 +31,14 @@ from datetime import datetime
 from pathlib import Path
 
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
 
+from sysid_ros.action import BatchSolve as BatchSolveAction
 from sysid_ros.core.batch.identify import (
     COMMAND_METHODS,
     METHODS,
@@ -58,6 +67,13 @@ from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
+
+#: the solve's stages, in order, with the fraction of the work done when each begins
+STAGES = {"reading": 0.0, "preparing": 0.1, "solving": 0.3, "evaluating": 0.8, "writing": 0.9, "done": 1.0}
+
+
+class CanceledError(Exception):
+    """A goal's cancel request, raised in the solve's thread at a stage boundary or log line."""
 
 
 def resolve_inside(root: Path, given: str, what: str) -> Path:
@@ -140,6 +156,9 @@ class BatchSolverNode(Node):
         # reentrant: a new request is taken while an earlier one awaits its worker (and is refused)
         self._service = self.create_service(BatchSolve, "batch_solve", self._on_request,
                                             callback_group=ReentrantCallbackGroup())
+        self._action = ActionServer(self, BatchSolveAction, "batch_solve", self._on_goal,
+                                    cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+                                    callback_group=ReentrantCallbackGroup())
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
         self._markers = InertiaMarkerPublisher(self)
         self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
@@ -195,8 +214,35 @@ class BatchSolverNode(Node):
             pass
         return roots
 
-    # ------------------------------------------------------------------------------ service
+    # ------------------------------------------------------------------- service and action
     async def _on_request(self, request: BatchSolve.Request, response: BatchSolve.Response):
+        return await self._in_worker(request, response)
+
+    async def _on_goal(self, goal_handle):
+        """The action: the same solve, its stages as feedback, cancel honoured between them."""
+        result = BatchSolveAction.Result()
+        stage = ["reading"]
+
+        def report(name: str | None, message: str) -> None:
+            if goal_handle.is_cancel_requested:
+                raise CanceledError(stage[0])
+            if name is not None:
+                stage[0] = name
+            goal_handle.publish_feedback(BatchSolveAction.Feedback(
+                stage=stage[0], progress=STAGES[stage[0]], message=message))
+
+        await self._in_worker(goal_handle.request, result, report)
+        if result.message.startswith("canceled during "):
+            goal_handle.canceled()
+        elif result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    async def _in_worker(self, request, response, report=None):
+        """Run :meth:`_handle` in a worker thread while the executor keeps serving; a second
+        request while one runs is refused at once."""
         if not self._busy.acquire(blocking=False):
             response.success = False
             response.message = f"busy: another solve is running ({self._current}); try again later"
@@ -206,7 +252,7 @@ class BatchSolverNode(Node):
 
         def work() -> None:
             try:
-                self._handle(request, response)
+                self._handle(request, response, report)
             finally:
                 finished.set_result(True)
 
@@ -214,12 +260,17 @@ class BatchSolverNode(Node):
         await finished
         return response
 
-    def _handle(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
-        """Solve (in the worker thread); every outcome lands in ``response``."""
+    def _handle(self, request, response, report=None) -> None:
+        """Solve (in the worker thread); every outcome lands in ``response`` (the service's
+        response or the action's result: the same fields)."""
         start = time.perf_counter()
         try:
             self._current = f"{request.method or '(no method)'} on {request.bag_path!r}"
-            self._solve(request, response)
+            self._solve(request, response, report or (lambda _stage, _message: None))
+        except CanceledError as stage:
+            response.success = False
+            response.message = f"canceled during {stage}; nothing written"
+            self.get_logger().info(f"BatchSolve {response.message}")
         except SysIdError as exc:
             response.success = False
             response.message = str(exc)
@@ -233,7 +284,11 @@ class BatchSolverNode(Node):
             self._current = ""
             self._busy.release()
 
-    def _solve(self, request: BatchSolve.Request, response: BatchSolve.Response) -> None:
+    def _solve(self, request, response, report) -> None:
+        """One solve of ``request`` into ``response``; ``report(stage, message)`` is called as each
+        stage begins (``stage`` a key of :data:`STAGES`) and with each log line (``stage`` None);
+        it may raise :class:`CanceledError`."""
+        report("reading", f"reading {request.bag_path}")
         method = request.method
         if not method:
             raise SysIdError(f"method is empty: expected one of {list(METHODS)} (there is no default)")
@@ -264,7 +319,7 @@ class BatchSolverNode(Node):
         options = IdentifyOptions(method=method, preprocessing=settings,
                                   regularization=float(request.regularization_weight),
                                   max_samples=int(self._get("max_samples")),
-                                  progress=lambda msg: self.get_logger().info(msg))
+                                  progress=lambda msg: (self.get_logger().info(msg), report(None, msg)))
         def read(bag: Path):
             ds = read_data(bag,
                            joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
@@ -280,15 +335,23 @@ class BatchSolverNode(Node):
         known = self._get("known_payloads")
         if len(bags) > 1 or known or self._get("drive_gains"):
             payloads = parse_payloads(_payload_list(known), len(bags)) if known else [None] * len(bags)
-            multi = prepare_runs([read(b) for b in bags], payloads, target, settings,
+            datasets = [read(b) for b in bags]
+            report("preparing", f"preparing {len(bags)} runs")
+            multi = prepare_runs(datasets, payloads, target, settings,
                                  min_speed=options.min_speed, progress=options.progress,
                                  gains=bool(self._get("drive_gains")))
+            report("solving", f"{method} on {len(bags)} runs")
             result, prep, _ = identify_runs(multi, options, gains=bool(self._get("drive_gains")))
         else:
-            prep = prepare(read(bag), target, settings, min_speed=options.min_speed,
+            data = read(bag)
+            report("preparing", f"preparing {len(data)} samples")
+            prep = prepare(data, target, settings, min_speed=options.min_speed,
                            progress=options.progress)
+            report("solving", f"{method}")
             result = run_method(prep, options)
+        report("evaluating", "evaluating the estimate")
         evaluation = evaluate(result, prep)
+        report("writing", f"writing results into {out}")
         paths, _ = write_outputs(out, result, prep.target, evaluation, plots=bool(self._get("plots")),
                                  inputs=bags)
         response.estimate = to_estimate_msg(
@@ -303,6 +366,10 @@ class BatchSolverNode(Node):
         self._markers.publish(prep.target, params.names, params.values, std=params.std,
                               stamp=response.estimate.header.stamp)
         self.get_logger().info(response.message)
+        try:
+            report("done", response.message)
+        except CanceledError:
+            pass  # the files are written: the solve is complete
 
 
     def _csv_layout(self, path: Path) -> dict:

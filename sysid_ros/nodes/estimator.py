@@ -23,7 +23,7 @@ the first sample's time. After each batch ``~/progress``
 
 Parameters changed at run time apply at once: session options and the model rebuild the session
 (the estimate restarts from its prior, said in the log), rates re-create their timers;
-``reliable_input`` (the subscription's QoS) is refused while running. Services ``~/reset`` and
+``reliable_input`` (the subscription's QoS) is read-only (set at start). Services ``~/reset`` and
 ``~/save`` (JSON + MJCF).
 
 Topics are relative names, set by remapping (``-r joint_states:=/arm/joint_states``): subscribes
@@ -137,7 +137,7 @@ class EstimatorNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
-        declare_parameters(self, PARAMETERS)
+        declare_parameters(self, PARAMETERS, read_only=_AT_START)
         self._lock = threading.Lock()
         self._queue: deque = deque()  # (JointState, receive time [ns] on the node clock)
         self._reported: dict[str, float] = {}

@@ -13,11 +13,22 @@ it arrives. Two clock modes:
   (``lockstep_command``: the controller has answered that state; commands sent ahead, e.g.
   ``trajectory_publisher``'s ``lead_time``, keep it from waiting) and every topic of
   ``lockstep_wait_for`` (``builtin_interfaces/Time``: the data time a consumer has finished, such
-  as ``/estimator/progress`` and ``/recorder/progress``) must be within ``lockstep_window`` [s]
+  as ``estimator/progress`` and ``recorder/progress``, relative names) must be within ``lockstep_window`` [s]
   of ``t``. Stepping starts once the command topic and every progress topic have a publisher and
   ``joint_states`` has as many subscribers as there are progress topics, plus one for the
   controller (so nothing published from the first state on is missed). ``real_time_factor`` > 0
-  still caps the speed. A wait longer than 5 s is logged with what it waits for.
+  still caps the speed. A wait longer than 5 s is logged with what it waits for; a wait longer
+  than ``lockstep_timeout`` [s of wall time] once stepping (a consumer that died), or than
+  ``start_timeout`` before the first step (one that never started), ends the run: the node says
+  what it waited for and exits with status 1 (a launch then stops the graph, and the recorder
+  finishes the bag written so far).
+
+The start gate (publishers and subscribers connected) also holds in real-time mode when
+``lockstep_wait_for`` names consumers, so a recorder started beside the simulator gets the run from
+its first state; it too ends the run after ``start_timeout``.
+
+Every parameter takes effect at start-up only and is declared read-only (``ros2 param set`` is
+refused instead of reporting a change that does nothing).
 
 Publishes ``joint_states``
 (``sensor_msgs/JointState``, effort = applied torque) every ``publish_every`` steps, ``/clock``
@@ -129,6 +140,10 @@ PARAMETERS = (
     ("lockstep_wait_for", Parameter.Type.STRING_ARRAY,
      "lockstep: progress topics (builtin_interfaces/Time, data time finished) to wait for"),
     ("lockstep_window", 0.2, "lockstep: how far [s, simulated] the progress topics may lag"),
+    ("lockstep_timeout", 60.0, "lockstep: [s of wall time] a wait for a consumer's progress or a command "
+                               "longer than this ends the run with an error (0 = no limit)"),
+    ("start_timeout", 300.0, "[s of wall time] a wait for the consumers to connect before the first step "
+                             "longer than this ends the run with an error (0 = no limit)"),
 )
 #: topics (relative: remap them, not parameters)
 JOINT_STATES, MOTOR_COMMAND, CLOCK, TRUTH = "joint_states", "motor_command", "/clock", "sim/true_parameters"
@@ -139,7 +154,7 @@ class MujocoSimNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("mujoco_sim", **kwargs)
-        declare_parameters(self, PARAMETERS)
+        declare_parameters(self, PARAMETERS, read_only=True)  # all read once, at start
         models = RobotModelSource(self)
         self.model = models.load()
         model_path = models.origin
@@ -180,9 +195,17 @@ class MujocoSimNode(Node):
         self.window = float(self._get("lockstep_window"))
         if self.lockstep and not self.window >= 0:
             raise SysIdError(f"lockstep_window must be >= 0 s, got {self.window}")
+        self.timeouts = {name: float(self._get(name)) for name in ("start_timeout", "lockstep_timeout")}
+        for name, value in self.timeouts.items():
+            if not value >= 0:
+                raise SysIdError(f"{name} must be >= 0 s (0 = no limit), got {value}")
+        # the stepping thread ends the run through the executor (spin() then exits with status 1)
+        self._failure: SysIdError | None = None
+        self._fail_guard = self.create_guard_condition(self._raise_failure)
         self.progress: dict[str, float] = {}
         self._progress_subs = []
-        for topic in (t for t in (self._get("lockstep_wait_for") or []) if t):
+        for given in (t for t in (self._get("lockstep_wait_for") or []) if t):
+            topic = self.resolve_topic_name(given)  # relative names: in this node's namespace
             self.progress[topic] = -float("inf")
             self._progress_subs.append(self.create_subscription(
                 Time, topic, self._progress_callback(topic), PROGRESS))
@@ -309,17 +332,26 @@ class MujocoSimNode(Node):
                          f"(has {self._state_pub.get_subscription_count()})")
         return waits
 
-    def _wait_for_graph(self) -> bool:
-        """Lockstep: block until the next step may go; False when the node is stopping."""
+    def _wait_for_graph(self, blockers: Callable[[], list[str]] | None = None) -> bool:
+        """Lockstep (or the start gate, ``blockers``): block until the next step may go; False when
+        the node is stopping or the wait outlasted ``lockstep_timeout`` (then the run is failed)."""
+        blockers = blockers or self._lockstep_blockers
         since = time.monotonic()
         with self._lock:
             while True:
-                waits = self._lockstep_blockers()
+                waits = blockers()
                 if not waits:
                     return True
                 if self._stop.is_set() or not self.context.ok():
                     return False
-                if time.monotonic() - since > 5.0:
+                waited = time.monotonic() - since
+                limit = "start_timeout" if self.sim.step_count == 0 else "lockstep_timeout"
+                if 0 < self.timeouts[limit] < waited:
+                    self._fail(f"t = {self.sim.time:.3f} s: waited {waited:.0f} s of wall time "
+                               f"({limit}) for {'; '.join(waits)}: a consumer died or did not "
+                               "start; the run ends")
+                    return False
+                if waited > 5.0:
                     self.get_logger().warning(f"t = {self.sim.time:.3f} s: lockstep waiting for "
                                               + "; ".join(waits), throttle_duration_sec=5.0)
                 # woken by every command and progress message; the timeout re-checks the graph
@@ -328,6 +360,12 @@ class MujocoSimNode(Node):
     def _run(self) -> None:
         """Stepping loop: as many physics steps as the real-time factor makes due, then sleep
         until the next one (no sleep at factor 0); in lockstep each step first waits for the graph."""
+        try:
+            if not self.lockstep and self._progress_subs and not self._wait_for_graph(self._unmatched):
+                return  # real time: the consumers connected before the first state (or the run failed)
+        except Exception as exc:
+            self._fail(f"start gate: {exc}")
+            return
         wall0, steps0 = time.monotonic(), self.sim.step_count
         last_report = wall0
         try:
@@ -362,6 +400,16 @@ class MujocoSimNode(Node):
             if self.context.ok():
                 self.get_logger().fatal(f"simulation stopped: {exc}")
                 raise
+
+    def _fail(self, reason: str) -> None:
+        """End the run from the stepping thread: the executor raises it (exit status 1)."""
+        self.get_logger().error(reason)
+        self._failure = SysIdError(reason)
+        self._fail_guard.trigger()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
     def destroy_node(self):
         stop, thread = getattr(self, "_stop", None), getattr(self, "_thread", None)

@@ -58,11 +58,16 @@ def _convert(kind: str | None, value):
     return [float(v) for v in values]
 
 
-def declare_parameters(node, table: Iterable[tuple[str, object, str]]) -> None:
+def declare_parameters(node, table: Iterable[tuple[str, object, str]], *,
+                       read_only: bool | Iterable[str] = ()) -> None:
     """Declare every ``(name, default, description)`` of ``table`` on ``node``; floats, booleans
     and float arrays accept the forms named in the module docstring. A default of
     ``Parameter.Type.DOUBLE_ARRAY`` declares an unset float array. Raises :class:`SysIdError`
-    naming the parameter if an override is of the wrong kind."""
+    naming the parameter if an override is of the wrong kind.
+
+    ``read_only``: the parameters (``True``: all of ``table``) that only take effect at start-up,
+    declared ``read_only`` (their overrides apply at start; ``ros2 param set`` is refused with
+    "parameter is read-only" instead of reporting a success that changes nothing)."""
     from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 
     kinds = _KINDS.get(node)
@@ -79,16 +84,20 @@ def declare_parameters(node, table: Iterable[tuple[str, object, str]]) -> None:
             return SetParametersResult(successful=True)
 
         node.add_on_set_parameters_callback(check)
-    for name, default, description in table:
+    rows = list(table)
+    fixed = {row[0] for row in rows} if read_only is True else set(read_only or ())
+    for name, default, description in rows:
         kind = _kind(default)
         kinds[name] = kind
         if kind is None:
-            node.declare_parameter(name, default, ParameterDescriptor(description=description))
+            node.declare_parameter(name, default, ParameterDescriptor(description=description,
+                                                                      read_only=name in fixed))
             continue
         value = None if kind == "float_array" else default
         try:
             node.declare_parameter(name, value, ParameterDescriptor(description=description,
-                                                                    dynamic_typing=True))
+                                                                    dynamic_typing=True,
+                                                                    read_only=name in fixed))
         except Exception as exc:  # the set-parameters check refused an override
             if type(exc).__name__ != "InvalidParameterValueException":
                 raise

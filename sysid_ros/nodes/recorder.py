@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import importlib
 import queue
-import signal
 import sys
 import threading
 import time
@@ -52,16 +51,16 @@ from sysid_ros.nodes.qos import PROGRESS
 
 PARAMETERS = (
     ("output", "", "bag directory to write ('' = sysid_bags/run_<date-time>)"),
-    ("topics", ["/joint_states", "/motor_command", "/sim/true_parameters", "/estimator/markers"],
-     "topics to record"),
+    ("topics", ["joint_states", "motor_command", "sim/true_parameters", "estimator/markers"],
+     "topics to record (relative names resolve in the node's namespace)"),
     ("types", Parameter.Type.STRING_ARRAY,
      "message type per topic, e.g. sensor_msgs/msg/JointState: subscribed at start ('' or unset = "
      "discovered from the graph once a publisher appears)"),
-    ("latched_topics", ["/sim/true_parameters", "/estimator/markers"],
+    ("latched_topics", ["sim/true_parameters", "estimator/markers"],
      "declared topics recorded with TRANSIENT_LOCAL durability"),
     ("storage", "mcap", "mcap | sqlite3"),
     ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
-    ("progress_topic", "/joint_states", "stamped topic whose recorded data time ~/progress publishes"),
+    ("progress_topic", "joint_states", "stamped topic whose recorded data time ~/progress publishes"),
     ("progress_period", 0.01, "~/progress: publish when the data time advanced this much [s]"),
 )
 _END = object()  # ends the writer thread once the queue before it is written
@@ -111,12 +110,13 @@ class RecorderNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("recorder", **kwargs)
-        declare_parameters(self, PARAMETERS)
+        declare_parameters(self, PARAMETERS, read_only=True)  # all read once, at start
         output = self._get("output") or f"sysid_bags/run_{datetime.now():%Y%m%d_%H%M%S}"
         storage = self._get("storage")
         if storage not in ("mcap", "sqlite3"):
             raise DataError(f"storage must be 'mcap' or 'sqlite3', got {storage!r}")
-        self._wanted = [t for t in (self._get("topics") or []) if t]
+        # fully qualified (relative names in this node's namespace): the graph's and the bag's names
+        self._wanted = [self.resolve_topic_name(t) for t in (self._get("topics") or []) if t]
         if not self._wanted:
             raise DataError("topics: expected at least one topic to record (e.g. ['/joint_states']), "
                             "got none")
@@ -128,7 +128,7 @@ class RecorderNode(Node):
         if types and len(types) != len(self._wanted):
             raise DataError(f"types: expected one per topic ({len(self._wanted)}: {self._wanted}), "
                             f"got {len(types)}")
-        self._progress_topic = self._get("progress_topic")
+        self._progress_topic = self.resolve_topic_name(self._get("progress_topic"))
         self._progress_ns = round(float(self._get("progress_period")) * 1e9)
         declared = {topic: kind for topic, kind in zip(self._wanted, types, strict=False) if kind}
         classes = {topic: _message_class_or_error(kind) for topic, kind in declared.items()}
@@ -140,7 +140,7 @@ class RecorderNode(Node):
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
         self.bag = BagRecording(output_path, storage=storage)
         try:  # declared topics: subscribed now, so nothing published from the start is missed
-            latched = set(self._get("latched_topics"))
+            latched = {self.resolve_topic_name(t) for t in self._get("latched_topics") if t}
             for topic, kind in declared.items():
                 self._add_topic(topic, kind)
                 qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
@@ -382,10 +382,7 @@ class RecorderNode(Node):
 
 
 def main(args=None) -> None:
-    spin(RecorderNode, SingleThreadedExecutor, args=args)
-    # the bag is finished: a late second Ctrl-C must not turn the clean exit into an interrupt
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    spin(RecorderNode, SingleThreadedExecutor, args=args)  # (late signals are ignored from there on)
 
 
 if __name__ == "__main__":

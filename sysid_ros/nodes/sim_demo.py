@@ -126,7 +126,7 @@ def run_demo(opts: DemoOptions) -> dict:
     # published state is a physics step, so differentiated samples match the published torques
     physics_rate = opts.state_rate
     sim_time = {"use_sim_time": True}
-    lockstep = {"lockstep": True, "lockstep_wait_for": ["/estimator/progress", "/recorder/progress"],
+    lockstep = {"lockstep": True, "lockstep_wait_for": ["estimator/progress", "recorder/progress"],
                 "lockstep_window": 0.2} if opts.lockstep else {"lockstep": False}
     specs = {
         "mujoco_sim": {

@@ -109,13 +109,18 @@ PARAMETERS = (
 #: first message reaches the controller before it is due)
 START_DELAY = 0.25
 
+#: read at start-up (the trajectory, limits, pacing, QoS): read-only at run time; the others
+#: (ramp, excitation time, rest pose, gains, feed-forward) apply to the next run (``~/start``)
+READ_ONLY = {name for name, _, _ in PARAMETERS} - {
+    "excitation_time", "ramp_time", "rest_position", "kp", "kd", "feedforward"}
+
 
 class TrajectoryPublisherNode(Node):
     """Thin ROS facade over :class:`sysid_ros.core.excitation.plan.ExcitationPlan`."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("trajectory_publisher", **kwargs)
-        declare_parameters(self, PARAMETERS)
+        declare_parameters(self, PARAMETERS, read_only=READ_ONLY)
         self.model = RobotModelSource(self).load()
         self.names = self.model.dof_joint_names
         self.limits = self._limits()

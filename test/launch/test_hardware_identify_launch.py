@@ -8,6 +8,7 @@ elsewhere."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 import unittest
 
@@ -31,10 +32,11 @@ from sysid_ros.msg import ParameterEstimate
 import launch
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in a domain (1-101) of this test process: launch tests side by side,
-# or a user's graph on domain 0, never see each other
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 101)
+# DDS on this machine only, in this test process's domain (test/launch/launch_domain.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_domain import use_private_domain  # noqa: E402
+
+use_private_domain()
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 

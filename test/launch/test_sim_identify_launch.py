@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 import unittest
@@ -38,10 +39,11 @@ from sysid_ros.core.data.bag import partial_folders, read_bag
 from sysid_ros.core.report.payload import PayloadQuantities
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in a domain (1-101) of this test process: launch tests side by side,
-# or a user's graph on domain 0, never see each other
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 101)
+# DDS on this machine only, in this test process's domain (test/launch/launch_domain.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_domain import use_private_domain  # noqa: E402
+
+use_private_domain()
 MASS, COM = 0.6, np.array([0.01, -0.015, 0.045])
 EXCITATION = 12  # [s] of excitation, given as an integer
 WORK = Path(tempfile.mkdtemp(prefix="sysid_sim_launch_"))

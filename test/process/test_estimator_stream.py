@@ -268,7 +268,7 @@ def test_parameters_changed_at_run_time_apply_or_are_refused(run, feeder, ros_do
         assert f.set_parameter("alpha", 20) == (True, "")  # an integer reaches a float option
         assert f.set_parameter("process_rate", 50) == (True, "")
         ok, reason = f.set_parameter("reliable_input", False)
-        assert not ok and "reliable_input is set at start" in reason
+        assert not ok and "read-only parameter: reliable_input" in reason
         ok, reason = f.set_parameter("forgetting", 1.5)
         assert not ok and "forgetting must be in (0, 1]" in reason
         stamps = np.round(run.t * 1e9).astype(np.int64)
