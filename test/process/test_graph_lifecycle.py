@@ -47,7 +47,8 @@ def test_a_recorder_asked_for_an_existing_bag_refuses_in_one_line(tmp_path, ros_
     rec = NodeProcess("recorder", domain_id=ros_domain_id, config="recorder", overrides={"output": str(bag)})
     status = _exit_status(rec, START)
     assert status == 1, rec.output
-    assert f"[RecorderNode] cannot start: output {bag} exists; choose another output or remove it" in rec.output
+    assert (f"[RecorderNode] cannot start: output {bag} exists; choose another output or remove it"
+            in rec.output)
     assert "Traceback" not in rec.output
     assert sorted(p.name for p in bag.iterdir()) == ["keep.txt"]  # nothing written, nothing removed
     assert partial_folders(bag) == []
