@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 
 import pytest
-from conftest import TEST_ROBOTS, stop_process
+from conftest import TEST_ROBOTS
 
 rclpy = pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
@@ -26,6 +27,7 @@ from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 pytestmark = pytest.mark.ros
 START = 120.0  # [s] the node's start and discovery on a loaded 2-core machine
 SOLVE = 240.0  # [s] a solve on a loaded 2-core machine
+STOP = 60.0  # [s] the node's exit after SIGINT at load 40
 MODEL = TEST_ROBOTS / "ur5e.xml"
 
 
@@ -44,7 +46,8 @@ def solver(tmp_path, ros_domain_id):
     client = Client(ros_domain_id)
     yield client, out
     client.close()
-    log = stop_process(proc)
+    proc.send_signal(signal.SIGINT)
+    log, _ = proc.communicate(timeout=STOP)  # (pytest's timeout bounds it too)
     assert proc.returncode == 0, log[-3000:]
 
 

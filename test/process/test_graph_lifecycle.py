@@ -22,7 +22,7 @@ from sysid_ros.nodes.processes import NodeProcess
 pytestmark = pytest.mark.ros
 START = 120.0  # [s] a node process's start on a loaded 2-core machine (imports, MuJoCo model)
 TIMEOUT = 30.0  # [s of wall time] lockstep_timeout: longer than a live consumer lags on a loaded host
-STOP = 30.0  # [s] bound on a node's exit after SIGINT (the 2 s figure is benchmarks/node_startup.py's)
+STOP = 60.0  # [s] bound on a node's exit after SIGINT at load 40 (the 2 s figure: benchmarks/node_startup.py)
 
 
 def _log_has(proc: NodeProcess, text: str) -> bool:
@@ -83,10 +83,10 @@ def test_a_consumer_killed_mid_run_ends_the_run_and_the_bag_is_finished(tmp_path
         assert "Traceback" not in sim.output
         assert waited >= TIMEOUT, waited  # not before the timeout
         assert rec.running, "the recorder outlives the simulator until it is stopped"
-        assert rec.stop() == 0, rec.output
+        assert rec.stop(STOP) == 0, rec.output
     finally:
         for p in procs:
-            p.stop()
+            p.stop(STOP)
     data = read_bag(bag)
     assert len(data) > 100 and partial_folders(bag) == []
     assert "bag finished: " in rec.output
@@ -112,8 +112,8 @@ def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, r
         assert _exit_status(rec) == 0, rec.output[-3000:]
         assert _exit_status(sim) == 0, sim.output[-3000:]
     finally:
-        sim.stop()
-        rec.stop()
+        sim.stop(STOP)
+        rec.stop(STOP)
     assert "Traceback" not in rec.output + sim.output
     assert len(read_bag(bag)) > 0 and partial_folders(bag) == []
 
@@ -148,6 +148,6 @@ def test_start_up_parameters_are_read_only_and_run_time_ones_apply(tmp_path, ros
         assert result.successful, result.reason
     finally:
         node.close()
-        sim.stop()
-        traj.stop()
+        sim.stop(STOP)
+        traj.stop(STOP)
     assert sim.proc.returncode == 0 and traj.proc.returncode == 0, sim.output + traj.output
