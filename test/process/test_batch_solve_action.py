@@ -25,7 +25,7 @@ from sysid_ros.core.data.bag import dataset_topics, write_bag  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
 pytestmark = pytest.mark.ros
-START = 120.0  # [s] the node's start and discovery on a loaded 2-core machine
+START = 300.0  # [s] the node's start and discovery on a 2-core host at load 40 (over 120 s seen)
 SOLVE = 240.0  # [s] a solve on a loaded 2-core machine
 STOP = 60.0  # [s] the node's exit after SIGINT at load 40
 MODEL = TEST_ROBOTS / "ur5e.xml"
@@ -91,7 +91,7 @@ def _wait(future, timeout: float, what: str):
     return future.result()
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_the_action_reports_each_stage_and_returns_the_services_result(solver):
     client, out = solver
     handle = client.send(bag_path="run1", method="ols", output_dir="ols")
@@ -111,7 +111,7 @@ def test_the_action_reports_each_stage_and_returns_the_services_result(solver):
     assert client.feedback[-1].message == result.message
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_a_canceled_goal_stops_before_anything_is_written(solver):
     client, out = solver
     handle = client.send(bag_path="run1", method="pc_iv", output_dir="canceled")

@@ -20,7 +20,7 @@ from sysid_ros.core.data.bag import partial_folders, read_bag
 from sysid_ros.nodes.processes import NodeProcess
 
 pytestmark = pytest.mark.ros
-START = 120.0  # [s] a node process's start on a loaded 2-core machine (imports, MuJoCo model)
+START = 300.0  # [s] a node process's start on a 2-core host at load 40 (imports, MuJoCo model)
 TIMEOUT = 30.0  # [s of wall time] lockstep_timeout: longer than a live consumer lags on a loaded host
 STOP = 60.0  # [s] bound on a node's exit after SIGINT at load 40 (the 2 s figure: benchmarks/node_startup.py)
 
@@ -39,7 +39,7 @@ def _exit_status(proc: NodeProcess, timeout: float = STOP) -> int:
     return proc.stop()
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(600)
 def test_a_recorder_asked_for_an_existing_bag_refuses_in_one_line(tmp_path, ros_domain_id):
     bag = tmp_path / "run1"
     bag.mkdir()
@@ -54,7 +54,7 @@ def test_a_recorder_asked_for_an_existing_bag_refuses_in_one_line(tmp_path, ros_
     assert partial_folders(bag) == []
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_a_consumer_killed_mid_run_ends_the_run_and_the_bag_is_finished(tmp_path, ros_domain_id):
     """Lockstep simulator waiting for the estimator's and the recorder's progress; ``kill -9`` of
     the estimator: after ``lockstep_timeout`` of wall time the simulator says what it waited for
@@ -71,7 +71,7 @@ def test_a_consumer_killed_mid_run_ends_the_run_and_the_bag_is_finished(tmp_path
                       overrides={"output": str(bag), "use_sim_time": True})
     procs = [sim, est, rec]
     try:
-        _wait_for_line(sim, ", mode ", timeout=2 * START)  # stepping (its 5 s report): the graph runs
+        _wait_for_line(sim, ", mode ")  # stepping (its 5 s report): the graph runs
         est.proc.kill()
         killed = time.monotonic()
         status = _exit_status(sim, timeout=TIMEOUT + 60.0)
@@ -92,7 +92,7 @@ def test_a_consumer_killed_mid_run_ends_the_run_and_the_bag_is_finished(tmp_path
     assert "bag finished: " in rec.output
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("spacing", [0.1, 0.3, 1.0])
 def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, ros_domain_id):
     """Two SIGINTs, as two Ctrl-Cs or the terminal's plus launch's: the node (here the recorder
@@ -122,11 +122,11 @@ def _set(node, service: str, name: str, value: ParameterValue):
     client = node.node.create_client(SetParameters, service)
     assert client.wait_for_service(timeout_sec=START)
     future = client.call_async(SetParameters.Request(parameters=[Parameter(name=name, value=value)]))
-    wait_until(future.done, 60.0, f"the answer of {service}")
+    wait_until(future.done, START, f"the answer of {service}")
     return future.result().results[0]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_start_up_parameters_are_read_only_and_run_time_ones_apply(tmp_path, ros_domain_id):
     sim = NodeProcess("mujoco_sim", domain_id=ros_domain_id, config="mujoco_sim",
                       overrides={"model_path": str(DEFAULT_ROBOT), "real_time_factor": 2})
