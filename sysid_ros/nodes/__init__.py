@@ -21,8 +21,15 @@ def stop_quietly_until_spinning() -> None:
     def leave(_signum, _frame) -> None:
         os._exit(0)  # nothing is open yet; an exception could be swallowed by the import under way
 
+    global _EXECUTABLE
+    _EXECUTABLE = True
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, leave)
+
+
+#: set by :func:`stop_quietly_until_spinning`: this process is a node executable, which
+#: :func:`spin` ends itself once the node is torn down
+_EXECUTABLE = False
 
 
 # `python -m sysid_ros.nodes.<node>`: this package is imported before the node's module (and its
@@ -64,7 +71,12 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     the context shut down last. A second signal during teardown says "already stopping" and does
     not cut it short (files are finished there); signals after teardown are ignored (the process
     is ending: any number of Ctrl-Cs at any spacing give exit status 0); SIGKILL still ends the
-    process (its files stay recoverable)."""
+    process (its files stay recoverable).
+
+    A node class may set ``STOP_GRACE`` [s]: if a callback still runs that long after the stop
+    request (a long computation that holds nothing to finish), the process ends without waiting
+    for it. Node executables (:func:`stop_quietly_until_spinning`) end with ``os._exit`` once torn
+    down, so a stop does not also wait for the interpreter's finalisation."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
@@ -106,7 +118,14 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         spinner.start()
         stop.wait()  # (a lock wait: a signal's handler runs at once)
         stopped.set_result(None)
-        spinner.join()
+        grace = getattr(node, "STOP_GRACE", None)
+        spinner.join(grace)
+        if spinner.is_alive():
+            # a long callback (planning, a backlog) would hold the exit past launch's 5 s: nothing
+            # of this node's must be finished, so the process ends without waiting for it
+            print(f"[{type(node).__name__}] a callback still runs {grace:g} s after the stop request: "
+                  "left unfinished", file=sys.stderr, flush=True)
+            _leave(0)
     except SysIdError as exc:
         # only the words: the exception's frames would keep a half-built node alive for the
         # context's clean-up to destroy
@@ -128,8 +147,27 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
             failed = True
         else:
             raise exc
+    if _EXECUTABLE:
+        _leave(1 if failed else 0)  # torn down: the interpreter's own finalisation adds nothing
     if failed:
         sys.exit(1)
+
+
+def _leave(status: int) -> None:
+    """End a node executable now (its output flushed), without the interpreter's finalisation
+    (seconds of module teardown on a busy host, past launch's SIGINT-to-SIGTERM 5 s)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)  # C stdio too (rcutils' console output)
+    except (OSError, AttributeError):
+        pass
+    os._exit(status)
 
 
 def _stop_requester(stop: threading.Event):

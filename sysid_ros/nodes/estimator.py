@@ -135,6 +135,10 @@ _TEXT = {
 class EstimatorNode(Node):
     """Thin ROS facade over :class:`sysid_ros.core.online.session.OnlineSession`."""
 
+    #: [s] a callback (planning, a backlog batch) still running this long after a stop request is
+    #: left unfinished: nothing of this node's needs finishing, and launch escalates after 5 s
+    STOP_GRACE = 1.0
+
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
         declare_parameters(self, PARAMETERS, read_only=_AT_START)

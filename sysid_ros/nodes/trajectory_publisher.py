@@ -118,6 +118,10 @@ READ_ONLY = {name for name, _, _ in PARAMETERS} - {
 class TrajectoryPublisherNode(Node):
     """Thin ROS facade over :class:`sysid_ros.core.excitation.plan.ExcitationPlan`."""
 
+    #: [s] a callback (planning, a backlog batch) still running this long after a stop request is
+    #: left unfinished: nothing of this node's needs finishing, and launch escalates after 5 s
+    STOP_GRACE = 1.0
+
     def __init__(self, **kwargs) -> None:
         super().__init__("trajectory_publisher", **kwargs)
         declare_parameters(self, PARAMETERS, read_only=READ_ONLY)

@@ -14,16 +14,17 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.optimize
 
-from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
-from sysid_ros.core.model.base_params import BaseParameters, base_parameters
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
+
+if TYPE_CHECKING:
+    from sysid_ros.core.model.base_params import BaseParameters
 
 __all__ = ["ExcitationDesign", "choose_excitation", "coefficients_from_file", "condition_number",
            "optimize_excitation"]
@@ -33,6 +34,9 @@ def condition_number(model: RobotModel, trajectory: FourierTrajectory, *,
                      base: BaseParameters | None = None, n_samples: int = 200) -> float:
     """Condition number (2-norm) of the stacked base regressor ``(n_samples·nv, r)`` over one
     period of ``trajectory`` (uniform grid)."""
+    from sysid_ros.core import linalg as rla  # scipy.linalg: only when used (a node's start-up)
+    from sysid_ros.core.model.base_params import base_parameters
+
     base = base or base_parameters(model)
     t = np.linspace(0.0, trajectory.period, n_samples, endpoint=False)
     q, dq, ddq = trajectory.evaluate(t)
@@ -61,6 +65,11 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
                         q0: np.ndarray | None = None) -> ExcitationDesign:
     """Coefficients minimising the base regressor's condition number under ``limits`` (default
     :meth:`Limits.of`), started from :meth:`FourierTrajectory.random` with ``seed``."""
+    import scipy.optimize  # only here: seconds of a node's start-up on a busy host otherwise
+
+    from sysid_ros.core import linalg as rla
+    from sysid_ros.core.model.base_params import base_parameters
+
     limits = limits or Limits.of(model)
     base = base_parameters(model)
     start = FourierTrajectory.random(limits, harmonics=harmonics, period=period, seed=seed, q0=q0,
