@@ -86,6 +86,7 @@ class ControlLoop:
         try:
             while not self._stop.is_set():
                 start = time.monotonic()
+                late = max(start - next_start, 0.0)
                 if self.trip is None:
                     self._cycle_once(start)
                     work = time.monotonic() - start
@@ -99,7 +100,7 @@ class ControlLoop:
                     skipped = int((now - next_start) // period) + 1
                     next_start += skipped * period
                 if self.trip is None:
-                    self.timing.cycle(start, work, period, skipped)
+                    self.timing.cycle(start, work, period, skipped, late)
                     _sleep_until(next_start)
                 else:
                     self._stop.wait(max(next_start - time.monotonic(), 0.0))

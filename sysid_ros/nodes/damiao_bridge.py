@@ -344,7 +344,9 @@ def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
         values.update(rate_hz=f"{t.rate:.1f}", period_p50_us=f"{1e6 * t.p50:.1f}",
                       period_p99_us=f"{1e6 * t.p99:.1f}", period_max_us=f"{1e6 * t.max:.1f}",
                       jitter_us=f"{1e6 * t.jitter:.1f}", work_mean_us=f"{1e6 * t.work_mean:.1f}",
-                      overruns=str(t.overruns), missed_cycles=str(t.missed))
+                      overruns=str(t.overruns), missed_cycles=str(t.missed),
+                      loop_late_p50_us=f"{1e6 * t.late_p50:.1f}", loop_late_p99_us=f"{1e6 * t.late_p99:.1f}",
+                      loop_late_max_us=f"{1e6 * t.late_max:.1f}")
     if status.deadlines is not None:  # scheduling, measured latency and the deadlines sized from it
         values.update(status.deadlines.values())
     values.update({k: str(v) for k, v in status.counters.items()})
