@@ -55,13 +55,12 @@ def main() -> None:
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain)
     node = rclpy.create_node("bridge_idle_benchmark", context=context)
-    latest: dict[str, str] = {}
+    holder: list[dict[str, str]] = [{}]  # the latest control-loop status, replaced whole (no torn reads)
 
     def on_diagnostics(msg: DiagnosticArray) -> None:
         for status in msg.status:
             if status.name.endswith("control loop"):
-                latest.clear()
-                latest.update({kv.key: kv.value for kv in status.values}, message=status.message)
+                holder[0] = dict({kv.key: kv.value for kv in status.values}, message=status.message)
 
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     executor = SingleThreadedExecutor(context=context)
@@ -72,7 +71,7 @@ def main() -> None:
     try:
         start = time.monotonic()
         deadline = start + 60.0  # start-up: active within a minute
-        while latest.get("phase") != "active":
+        while holder[0].get("phase") != "active":
             if time.monotonic() > deadline or bridge.poll() is not None:
                 raise SystemExit(f"the bridge did not become active: {''.join(lines[-20:])}")
             time.sleep(0.5)
@@ -84,6 +83,7 @@ def main() -> None:
         next_report = start + 60.0
         while (now := time.monotonic()) < start + seconds:
             time.sleep(min(10.0, start + seconds - now))
+            latest = holder[0]
             if "trip" in latest or latest.get("phase") != "active" or bridge.poll() is not None:
                 tripped = latest.get("trip", latest.get("message", "the bridge process ended"))
                 break
