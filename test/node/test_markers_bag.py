@@ -45,7 +45,7 @@ def test_marker_array_round_trips_through_a_recorded_mcap_bag(tmp_path, ros_doma
         bag = tmp_path / "markers"
         recorder = RecorderNode(context=context, parameter_overrides=[
             Parameter("output", value=str(bag)), Parameter("discovery_period", value=0.05)])
-        assert TOPIC in recorder.get_parameter("topics").value  # recorded by default
+        assert "estimator/markers" in recorder.get_parameter("topics").value  # recorded by default
         publisher = rclpy.create_node("estimator", context=context)
         pub = publisher.create_publisher(MarkerArray, "~/markers", LATCHED)
         executor.add_node(recorder)
