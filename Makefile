@@ -14,10 +14,10 @@ demo: setup
 
 test: setup
 	@tools/install_browser.sh
-	@$(ENV) && ruff check . && python -m pytest
+	@$(ENV) && ruff check . && lint-imports && python -m pytest
 
 lint: setup
-	@$(ENV) && ruff check .
+	@$(ENV) && ruff check . && lint-imports
 
 bench: setup
 	@$(ENV) && for b in regressor batch_speed iv_downgraded dual_metric online_rate online_tables online_node_throughput ekf_mhe ekf_projection sim_speed excitation bridge_rate collision_monitor identify_bag_speed blas_threads speed_table; do \

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from sysid_ros.cli import main as sysid  # noqa: E402
 from sysid_ros.core.data.bag import dataset_topics, write_bag  # noqa: E402
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.model.robot import RobotModel  # noqa: E402
 from sysid_ros.core.monitor import (  # noqa: E402
     MomentumObserver,

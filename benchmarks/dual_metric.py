@@ -16,7 +16,7 @@ low-data case = 30 samples drawn at random (mean over draws), high-data case = e
 Target (issue 3): dual_metric best on the shape coordinates (pan, tilt) in the low-data case.
 
 ``--system floating`` / ``chain`` (issue 15): the seed's own two regimes
-(``sysid_ros/core/sim/seed_systems.py``): a floating body with a pendulum on a universal joint (inertia-
+(``sysid_ros/core/batch/seed_systems.py``): a floating body with a pendulum on a universal joint (inertia-
 dominated, body-velocity coordinates) and a three-link chain in a viscous medium (drag-dominated,
 metric D(q)); low data (20 / 40 samples, random draws) and high data (every training sample);
 score: the seed's NCC (largest over shifts within ±5° of the slowest period) on held-out runs,
@@ -37,13 +37,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from sysid_ros.core import RobotModel, mass_matrix_regressor, torque_regressor  # noqa: E402
+from sysid_ros.core.batch import seed_systems as systems  # noqa: E402
 from sysid_ros.core.batch.convex import least_squares_program  # noqa: E402
 from sysid_ros.core.batch.identify import IdentifyOptions, _weighted_rows, prepare, run_method  # noqa: E402
 from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
 from sysid_ros.core.model.consistency import check_consistency  # noqa: E402
 from sysid_ros.core.model.target import arm_target  # noqa: E402
 from sysid_ros.core.report.metrics import ncc  # noqa: E402
-from sysid_ros.core.sim import seed_systems as systems  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
@@ -150,8 +150,8 @@ def seed_system(name: str, args) -> None:
     """The seed's table for one of its systems: NCC per coordinate × method, low and high data."""
     import time
 
-    from sysid_ros.core.sim import seed_systems as seed
-    from sysid_ros.core.sim.seed_systems import DIAGNOSTIC, METHODS
+    from sysid_ros.core.batch import seed_systems as seed
+    from sysid_ros.core.batch.seed_systems import DIAGNOSTIC, METHODS
 
     start = time.perf_counter()
     if name == "floating":

@@ -18,10 +18,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.excitation.design import condition_number, optimize_excitation  # noqa: E402
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.model.robot import RobotModel  # noqa: E402
-from sysid_ros.resources import default_robot_path  # noqa: E402
+from sysid_ros.core.resources import default_robot_path  # noqa: E402
 
 
 def main() -> None:

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.batch.identify import IdentifyOptions, prepare, run_method  # noqa: E402
 from sysid_ros.core.data.dataset import CommandLog, Dataset  # noqa: E402
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.data.preprocessing import Preprocessing  # noqa: E402
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.model.target import arm_target  # noqa: E402
 from sysid_ros.core.report.metrics import TorqueErrors, torque_errors  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sysid_ros.resources import find_share_file  # noqa: E402
+from sysid_ros.core.resources import find_share_file  # noqa: E402
 
 #: node -> (config file, extra parameters, the log line that says the node is ready)
 NODES = {

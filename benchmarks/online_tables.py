@@ -73,7 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sysid_ros.core import RobotModel, logdet_divergence  # noqa: E402
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits  # noqa: E402
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits  # noqa: E402
 from sysid_ros.core.model.target import payload_target  # noqa: E402
 from sysid_ros.core.online import (  # noqa: E402
     CausalConditioner,

@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.data.bag import read_bag, read_data  # noqa: E402
 from sysid_ros.core.data.dataset import write_csv  # noqa: E402
-from sysid_ros.core.model.urdf import write_urdf  # noqa: E402
+from sysid_ros.core.model.urdf_export import write_urdf  # noqa: E402
 
 ROWS = ("regressor", "identify", "rls_logdet", "dual_metric", "pc_iv")
 BENCH = ROOT / "benchmarks"

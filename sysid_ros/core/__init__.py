@@ -18,7 +18,7 @@ _PUBLIC = {
     "ols": "sysid_ros.core.batch.least_squares",
     **dict.fromkeys(("DataError", "IdentificationError", "ModelError", "SysIdError"),
                     "sysid_ros.core.errors"),
-    **dict.fromkeys(("FourierTrajectory", "Limits"), "sysid_ros.core.excitation.fourier"),
+    **dict.fromkeys(("FourierTrajectory", "Limits"), "sysid_ros.core.data.fourier"),
     **dict.fromkeys(("BaseParameters", "base_parameters", "random_states"),
                     "sysid_ros.core.model.base_params"),
     **dict.fromkeys(("ConsistencyReport", "check_consistency", "logdet_divergence", "model_divergence",
@@ -48,8 +48,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from sysid_ros.core.batch.least_squares import ols
+    from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.errors import DataError, IdentificationError, ModelError, SysIdError
-    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
     from sysid_ros.core.model.base_params import BaseParameters, base_parameters, random_states
     from sysid_ros.core.model.consistency import (
         ConsistencyReport,

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from sysid_ros.core.batch.least_squares import coulomb_rows, ols
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.base_params import BaseParameters, base_parameters
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel

@@ -18,9 +18,11 @@ import numpy as np
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.json_numbers import json_number as _num
+from sysid_ros.core.json_numbers import json_numbers as _list
 from sysid_ros.core.model.base_params import BaseParameters
 from sysid_ros.core.model.consistency import BodyConsistency, ConsistencyReport
-from sysid_ros.core.report.metrics import TorqueErrors, torque_errors
+from sysid_ros.core.torque_errors import TorqueErrors, torque_errors
 
 if TYPE_CHECKING:
     from sysid_ros.core.model.target import Target
@@ -148,7 +150,7 @@ class Diagnostics:
 
     ``rank``/``condition_number``: of the (weighted) base regressor actually solved, columns
     scaled to unit norm; ``fit``: torque errors of the estimate on the rows it was fitted to
-    (:func:`~sysid_ros.core.report.metrics.torque_errors`; an online estimate has only the pooled
+    (:func:`~sysid_ros.core.torque_errors.torque_errors`; an online estimate has only the pooled
     ``fit.rms`` of its a-priori residuals); ``n_samples``/``n_rows``: samples and regression rows
     used; ``solve_time`` [s]; ``extra``: method-specific figures (weights, regularisation,
     IV iteration history, online counters), written to ``result.json`` as they are.
@@ -294,12 +296,3 @@ def estimate_result(target: Target, theta: np.ndarray, *, method: str, std: np.n
 
 def _prefix(name: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
-
-
-def _num(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
-def _list(a: np.ndarray) -> list[float | None]:
-    return [_num(v) for v in a]

@@ -115,7 +115,7 @@ class MotorEmulator:
         self.realtime_priority = int(realtime_priority)
         self.grant: RealtimeGrant | None = None  # the thread's scheduling (after start)
 
-        from sysid_ros import resources
+        from sysid_ros.core import resources
         from sysid_ros.core.sim.synthetic import with_payload
 
         path = Path(model_path) if model_path else resources.default_robot_path()

@@ -58,6 +58,7 @@ from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
+from sysid_ros.core.resources import default_robot_path
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg
@@ -65,7 +66,6 @@ from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, c
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
-from sysid_ros.resources import default_robot_path
 from sysid_ros.srv import BatchSolve
 
 #: the solve's stages, in order, with the fraction of the work done when each begins

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.resources import find_share_file
+from sysid_ros.core.resources import find_share_file
 
 __all__ = ["NodeProcess", "ros_value", "stop_all", "terminate_as_interrupt"]
 

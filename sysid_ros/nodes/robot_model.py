@@ -20,8 +20,8 @@ import time
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.resources import default_robot_path
 from sysid_ros.nodes.parameters import parameter_value
-from sysid_ros.resources import default_robot_path
 
 #: ``(name, default, description)`` rows for :func:`~sysid_ros.nodes.parameters.declare_parameters`
 MODEL_PARAMETERS = (

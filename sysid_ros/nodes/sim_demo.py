@@ -43,10 +43,10 @@ from sysid_ros.core.report.payload import (
     plot_convergence,
     plot_heldout,
 )
+from sysid_ros.core.resources import default_robot_path, find_share_file
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 from sysid_ros.nodes.processes import NodeProcess, stop_all, terminate_as_interrupt
-from sysid_ros.resources import default_robot_path, find_share_file
 
 DEFAULT_PAYLOAD = "body=link_6,mass=0.6,com=0.01,-0.015,0.045"
 #: the one line `sysid demo` says where rclpy is missing (e.g. after `pip install .`)

@@ -54,9 +54,9 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.design import choose_excitation
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision

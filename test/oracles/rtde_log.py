@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sysid_ros.core import RobotModel
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.sim.simulation import SensorModel, default_gains, simulate_mit
 from sysid_ros.core.sim.synthetic import Payload, with_payload
 

@@ -99,8 +99,8 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
 @pytest.fixture
 def excitation_file(tmp_path):
     """An exported excitation (Fourier period 8 s, 16 s, ramps in and out, nominal feed-forward) at 500 Hz."""
+    from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.data.trajectory_file import write_trajectory_file
-    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
     from sysid_ros.core.excitation.plan import ExcitationPlan
     from sysid_ros.core.model.robot import RobotModel
 

@@ -27,10 +27,10 @@ from sysid_ros.core.data.bag import (
     partial_folders,
     read_bag,
     read_data,
-    recover_bag,
     typestore,
     write_bag,
 )
+from sysid_ros.core.data.bag_recovery import recover_bag
 from sysid_ros.core.data.dataset import read_csv, write_csv
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 from conftest import TEST_ROBOTS
 
-from sysid_ros.cli import _trust
+from sysid_ros.cli.identify import _trust
 from sysid_ros.core import RobotModel
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.result import SolverStatus, estimate_result

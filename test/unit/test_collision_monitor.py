@@ -17,8 +17,8 @@ from conftest import DEFAULT_ROBOT
 from sysid_ros.cli import main as sysid
 from sysid_ros.core.data.bag import dataset_topics, write_bag
 from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.monitor import (
     CollisionMonitor,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from sysid_ros.core import RobotModel
-from sysid_ros.core.batch import convex
+from sysid_ros.core.batch import convex, dual_metric
+from sysid_ros.core.batch import seed_systems as systems
 from sysid_ros.core.batch.identify import prepare
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.model.target import Plausibility, arm_target
-from sysid_ros.core.sim import seed_systems as systems
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
@@ -26,7 +26,7 @@ SAMPLES = 150
 
 
 def _program_data(target, noise: float, seed: int = 1):
-    """Arguments of :func:`convex.dual_metric_program` from a simulated run of the true robot."""
+    """Arguments of :func:`dual_metric.dual_metric_program` from a simulated run of the true robot."""
     truth = RobotModel.from_xml_string(MJCF, joint_terms=())
     ds = simulate_dataset(truth, duration=12.0, seed=seed,
                           sensor=SensorModel(position_noise=1e-4 * (noise > 0), torque_noise=noise,
@@ -47,11 +47,11 @@ def test_newton_reaches_the_sdp_optimum(model):
     SDP's interior-point answer is within its tolerance of the optimum), the base parameters the
     data determine agree, and the same constraints bind."""
     args = _program_data(arm_target(model), noise=0.5)
-    newton = convex.dual_metric_program(*args)
-    data = convex._DualMetricData(*args)
-    prog = convex.ConvexProgram(args[0], scale=convex._standard_scale(args[0]))
+    newton = dual_metric.dual_metric_program(*args)
+    data = dual_metric._DualMetricData(*args)
+    prog = convex.ConvexProgram(args[0], scale=dual_metric._standard_scale(args[0]))
     extra = convex.TIE_BREAK * data.data_ls * prog.tie_break()
-    sdp = convex._dual_metric_sdp(prog, data, extra)
+    sdp = dual_metric._dual_metric_sdp(prog, data, extra)
 
     def objective(theta):
         prog.theta_scaled.value = theta / prog.scale
@@ -80,9 +80,9 @@ def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
     target = replace(target, prior=prior)
     for noise, moved in ((0.3, True), (0.0, False)):
         args = _program_data(target, noise=noise, seed=3)
-        data = convex._DualMetricData(*args)
-        pulled = convex.dual_metric_program(*args)
-        free = convex.dual_metric_program(replace(target, plausibility=None), *args[1:])
+        data = dual_metric._DualMetricData(*args)
+        pulled = dual_metric.dual_metric_program(*args)
+        free = dual_metric.dual_metric_program(replace(target, plausibility=None), *args[1:])
         distance = {k: np.linalg.norm((s.theta - prior) * data.column_norms)
                     for k, s in (("pulled", pulled), ("free", free))}
         fit = {k: data.value(data.matrix @ s.theta) for k, s in (("pulled", pulled), ("free", free))}

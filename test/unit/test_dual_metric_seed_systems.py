@@ -1,4 +1,4 @@
-"""The dual-metric seed's own systems (arXiv 2603.14656 §IV; sysid_ros/core/sim/seed_systems.py):
+"""The dual-metric seed's own systems (arXiv 2603.14656 §IV; sysid_ros/core/batch/seed_systems.py):
 the simulations obey their models, the dual-metric program recovers the simulated truth from
 noise-free data of the seed's low-data sizes, the seed's score (shifted NCC) is what it defines,
 and the drag coefficients' regularisers are the Bregman divergence and pull-back of their matrix."""
@@ -10,10 +10,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sysid_ros.core.batch import convex
+from sysid_ros.core.batch import convex, dual_metric
+from sysid_ros.core.batch import seed_systems as systems
 from sysid_ros.core.model.consistency import check_consistency
 from sysid_ros.core.report.metrics import ncc, shifted_ncc
-from sysid_ros.core.sim import seed_systems as systems
 
 
 def _prior(system, seed: int = 3) -> np.ndarray:
@@ -45,7 +45,7 @@ def test_floating_pendulum_model_and_recovery():
     assert np.all(run.tau[:, 6:] == 0.0)  # the universal joint is passive
     target = system.target(_prior(system))
     part = run.subset(np.linspace(0, len(run) - 1, 20).round().astype(int))
-    sol = convex.dual_metric_program(target, part.y, part.tau, part.ym, part.m_known)
+    sol = dual_metric.dual_metric_program(target, part.y, part.tau, part.ym, part.m_known)
     beta, truth = target.base.of(sol.theta), target.base.of(system.truth)
     np.testing.assert_allclose(beta, truth, rtol=0, atol=1e-6 * np.abs(truth).max())
     held_out = system.simulate(8.0, seed=2)
@@ -67,7 +67,7 @@ def test_viscous_chain_model_and_recovery():
     part = run.subset(np.linspace(0, len(run) - 1, 40).round().astype(int))
     target = system.target(_prior(system))
     assert target.base.rank == 11
-    sol = convex.dual_metric_program(target, part.y, part.tau, part.ym, part.m_known)
+    sol = dual_metric.dual_metric_program(target, part.y, part.tau, part.ym, part.m_known)
     np.testing.assert_allclose(sol.theta, system.truth, rtol=1e-6)
 
 

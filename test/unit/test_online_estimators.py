@@ -7,7 +7,7 @@ import pytest
 from conftest import DEFAULT_ROBOT, TEST_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel, SysIdError, logdet_divergence
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.robot import body_params_from_inertial
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.online.rls import RecursiveLeastSquares
@@ -164,7 +164,7 @@ def test_momentum_rows_take_the_discretisation_the_samples_kinematics_fit():
 
 
 def test_conservation_rows_identify_a_payload_on_a_floating_robot():
-    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+    from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.online import ConservationRows
     from sysid_ros.core.sim.simulation import simulate_mit
     from sysid_ros.core.sim.synthetic import floating_base, with_payload
@@ -326,7 +326,7 @@ def test_rls_logdet_block_weights_and_per_parameter_beta():
 def test_nuisance_links_are_exact_columns_of_force_and_momentum_rows():
     """With the arm's separable links as unknowns, [payload, nominal links] solves noise-free rows
     exactly, ground (force) and free-floating (total momentum, h₀ unknown) alike."""
-    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+    from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.online import ConservationRows, ForceRows, Nuisance, separable_links
     from sysid_ros.core.sim.simulation import simulate_mit
     from sysid_ros.core.sim.synthetic import floating_base, with_payload
@@ -386,7 +386,7 @@ def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
     nominal links satisfy every row — to 1e-5 when the torque is integrated as the simulator holds
     it (zero-order hold), to the trapezoidal rule's error otherwise; batch == push; with the
     conservation rows they identify the payload without accelerations."""
-    from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+    from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.online import ConservationRows, MomentumRows, Nuisance, separable_links
     from sysid_ros.core.sim.simulation import simulate_mit
     from sysid_ros.core.sim.synthetic import floating_base, with_payload

@@ -184,7 +184,8 @@ def test_options_are_checked_in_one_place(run):
 def test_cli_options_are_the_session_options():
     """``sysid identify`` exposes every session option with the session's defaults (the node
     declares the same names); the sample rate defaults to the data's."""
-    from sysid_ros.cli import _online_options, build_parser
+    from sysid_ros.cli import build_parser
+    from sysid_ros.cli.identify import _online_options
 
     base = ["identify", "bag", "--model", "m.xml", "--out", "o"]
     args = build_parser().parse_args([*base, "--method", "momentum"])

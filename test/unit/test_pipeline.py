@@ -11,7 +11,7 @@ import pytest
 from conftest import DEFAULT_ROBOT, ROOT, TEST_ROBOTS
 
 from sysid_ros.core import RobotModel, run_offline_pipeline, simulate_mit
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.regressor import torque_regressor
 
 

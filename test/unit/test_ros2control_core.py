@@ -13,8 +13,8 @@ import pytest
 from conftest import TEST_ROBOTS
 
 from sysid_ros.core import RobotModel
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.waypoints import WaypointStream
 from sysid_ros.core.model.robot import body_params_from_inertial
 from sysid_ros.core.model.target import payload_target

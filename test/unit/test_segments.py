@@ -80,8 +80,8 @@ def test_two_holes_split_the_recording_into_three_segments_with_a_warning_per_ga
     assert [g.describe() for g in split.gaps] == list(GAP_LINES)
     assert [(s.start, s.stop) for s in split.kept] == [(0, 3500), (3500, 6492), (6492, 9988)]
     assert not split.dropped and split.cut == 0
-    assert [len(d) for d in gappy.segments(min_length=2.0)] == [3500, 2992, 3496]
-    assert [len(d) for d in gappy.segments(min_length=6.5)] == [3500, 3496]
+    assert [len(d) for d in split(gappy, min_length=2.0).datasets()] == [3500, 2992, 3496]
+    assert [len(d) for d in split(gappy, min_length=6.5).datasets()] == [3500, 3496]
     for seg in split.datasets():  # each segment's command log covers exactly its time span
         cmd = seg.command
         assert cmd.t[0] <= seg.t[0] < cmd.t[1] and cmd.t[-1] <= seg.t[-1]

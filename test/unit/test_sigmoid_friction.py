@@ -31,7 +31,7 @@ from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.regressor import sigmoid_column, torque_regressor
 from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import arm_target
-from sysid_ros.core.model.urdf import write_urdf
+from sysid_ros.core.model.urdf_export import write_urdf
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
 ARM = SIGMOID_ARM

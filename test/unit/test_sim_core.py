@@ -11,10 +11,10 @@ import pytest
 from conftest import DEFAULT_ROBOT, ROOT
 
 from sysid_ros.core.data.bag import BagRecording, read_bag
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.data.trajectory_file import TrajectoryFile, read_trajectory_file, write_trajectory_file
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.excitation.design import condition_number, optimize_excitation
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan, quintic
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.mit_simulator import MitSimulator, SimOptions

@@ -13,7 +13,8 @@ from conftest import TEST_ROBOTS
 from sysid_ros.core import ModelError, RobotModel
 from sysid_ros.core.model.base_params import random_states
 from sysid_ros.core.model.regressor import torque_regressor
-from sysid_ros.core.model.urdf import resolve_uri, write_urdf
+from sysid_ros.core.model.urdf import resolve_uri
+from sysid_ros.core.model.urdf_export import write_urdf
 from sysid_ros.core.sim.synthetic import randomize, simulate_dataset
 
 TWO_LINK = TEST_ROBOTS / "two_link.urdf"

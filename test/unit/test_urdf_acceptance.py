@@ -13,7 +13,7 @@ from conftest import TEST_ROBOTS
 
 from sysid_ros.cli import main
 from sysid_ros.core import RobotModel
-from sysid_ros.core.model.urdf import write_urdf
+from sysid_ros.core.model.urdf_export import write_urdf
 
 MJCF = TEST_ROBOTS / "ur5e.xml"
 

@@ -12,8 +12,8 @@ import pytest
 from conftest import DEFAULT_ROBOT
 
 from sysid_ros.cli import main
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.report.validation import (

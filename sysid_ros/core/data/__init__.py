@@ -1,3 +1,3 @@
 """Measured data: ``dataset`` (validated samples, CSV), ``bag`` (rosbag2 read/write),
 ``preprocessing`` (filtering, differentiation, decimation), ``trajectory_file`` (replayable MIT
-trajectories)."""
+trajectories), ``fourier`` (finite Fourier series trajectories with exact derivatives)."""

@@ -151,14 +151,6 @@ class Dataset:
         """Whether a ``meta`` value is per sample (an array of length ``N``)."""
         return isinstance(value, np.ndarray) and value.ndim > 0 and len(value) == len(self.t)
 
-    def segments(self, *, min_length: float, stationary: bool = True) -> list[Dataset]:
-        """The pieces between gaps at least ``min_length`` [s] long (with their stationary ends
-        cut when ``stationary``): :func:`sysid_ros.core.data.segments.split`, which also reports
-        the gaps and the dropped pieces."""
-        from sysid_ros.core.data.segments import split
-
-        return split(self, min_length=min_length, stationary=stationary).datasets()
-
     def with_torque_calibration(self, scale: Sequence[float] | float | None = None,
                                 offset: Sequence[float] | float | None = None) -> Dataset:
         """Torques from what was logged: ``τ = scale · logged + offset`` per joint (``(n,)`` or

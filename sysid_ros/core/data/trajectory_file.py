@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.model.robot import _write_atomic
 
 __all__ = ["FIELDS", "TrajectoryFile", "read_trajectory_file", "write_trajectory_file"]
 
@@ -91,7 +91,7 @@ def write_trajectory_file(path: str | Path, traj: TrajectoryFile) -> Path:
     stacked = np.stack([getattr(traj, f) for f in FIELDS], axis=2).reshape(traj.time.size, -1)
     for t, row in zip(traj.time, stacked, strict=True):
         writer.writerow([f"{t:.6f}", *(f"{v:.9g}" for v in row)])
-    return _write_atomic(path, buf.getvalue())
+    return write_atomic(path, buf.getvalue())
 
 
 def read_trajectory_file(path: str | Path) -> TrajectoryFile:

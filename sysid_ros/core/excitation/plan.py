@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.data.trajectory_file import TrajectoryFile
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.joint_trajectory import TrajectoryPoints, limit_violation

@@ -26,173 +26,56 @@ from __future__ import annotations
 import logging
 import math
 import os
-import tempfile
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.couplings import check_couplings
+from sysid_ros.core.model.layout import (
+    BODY_FIELDS,
+    DEFAULT_JOINT_TERMS,
+    DEFAULT_SIGMOID_SHAPE,
+    DEFAULT_STRIBECK_VELOCITY,
+    JOINT_FIELDS,
+    JOINT_TYPES,
+    SIGMOID_NUMERIC,
+    STRIBECK_NUMERIC,
+    Body,
+    Joint,
+    JointTerm,
+    JointType,
+    body_params_from_inertial,
+    check_sigmoid_shape,
+    inertial_from_body_params,
+    joint_terms,
+    numeric_ids,
+    sigmoid_numerics,
+    stribeck_numeric_ids,
+    stribeck_numerics,
+)
+from sysid_ros.core.model.mjcf_export import principal_inertial, write_mjcf
 from sysid_ros.core.model.motors import DAMIAO_MOTORS, MotorModel
 from sysid_ros.core.model.spatial import (
-    inertia_mat_to_vec,
-    inertia_vec_to_mat,
-    mat_to_quat,
     quat_to_mat,
 )
 from sysid_ros.core.model.urdf import check_base, is_urdf, set_base, urdf_for_mujoco
 
+#: the layout's names, importable from here where callers have always found them
+__all__ = [
+    "BODY_FIELDS", "DEFAULT_JOINT_TERMS", "DEFAULT_SIGMOID_SHAPE", "DEFAULT_STRIBECK_VELOCITY",
+    "JOINT_FIELDS", "SIGMOID_NUMERIC", "STRIBECK_NUMERIC", "Body", "Joint", "JointTerm", "JointType",
+    "RobotModel", "body_params_from_inertial", "check_sigmoid_shape", "inertial_from_body_params",
+    "joint_terms", "principal_inertial", "sigmoid_numerics", "stribeck_numerics",
+]
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-BODY_FIELDS: tuple[str, ...] = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
-JOINT_FIELDS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia", "Fs", "Fsig")
-JointTerm = Literal["Fc", "Fv", "Fo", "Ia", "Fs", "Fsig"]
-#: joint terms of a model built without naming them (plus ``Fs`` when its MJCF has Stribeck numerics)
-DEFAULT_JOINT_TERMS: tuple[str, ...] = ("Fc", "Fv", "Fo", "Ia")
-#: [rad/s] Stribeck velocity q̇s of a model whose MJCF has no ``stribeck:<joint>`` numeric
-DEFAULT_STRIBECK_VELOCITY = 0.1
-#: prefix of the MJCF custom numerics ``stribeck:<joint>`` = ``"Fs q̇s"`` (N·m, rad/s)
-STRIBECK_NUMERIC = "stribeck:"
-#: sigmoid friction shape (φ2 [s/rad], φ3 [rad/s]) of a joint whose MJCF has no ``sigmoid:<joint>``
-#: numeric (a transition 0.1 rad/s wide centred on q̇ = 0; Gaz et al. 2019 find φ2 of 5–17 s/rad)
-DEFAULT_SIGMOID_SHAPE = (10.0, 0.0)
-#: prefix of the MJCF custom numerics ``sigmoid:<joint>`` = ``"φ1 φ2 φ3"`` (N·m, s/rad, rad/s)
-SIGMOID_NUMERIC = "sigmoid:"
-JointType = Literal["free", "ball", "slide", "hinge"]
-
-_JOINT_TYPES: dict[int, JointType] = {
-    int(mujoco.mjtJoint.mjJNT_FREE): "free",
-    int(mujoco.mjtJoint.mjJNT_BALL): "ball",
-    int(mujoco.mjtJoint.mjJNT_SLIDE): "slide",
-    int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
-}
-_JOINT_NV = {"free": 6, "ball": 3, "slide": 1, "hinge": 1}
-_JOINT_NQ = {"free": 7, "ball": 4, "slide": 1, "hinge": 1}
-
-
-@dataclass(frozen=True)
-class Joint:
-    """One MuJoCo joint. ``axis``/``pos`` are in the body frame; ``body`` is a MuJoCo body id."""
-
-    name: str
-    type: JointType
-    body: int
-    qpos_adr: int
-    dof_adr: int
-    axis: np.ndarray
-    pos: np.ndarray
-    qpos0: float
-    range: tuple[float, float] | None
-
-    @property
-    def nv(self) -> int:
-        return _JOINT_NV[self.type]
-
-    @property
-    def nq(self) -> int:
-        return _JOINT_NQ[self.type]
-
-
-@dataclass(frozen=True)
-class Body:
-    """One MuJoCo body (id > 0). ``pos``/``rot`` place it in its parent's frame."""
-
-    name: str
-    id: int
-    parent: int
-    pos: np.ndarray
-    rot: np.ndarray
-    joints: tuple[int, ...]
-    moving: bool
-
-
-_FRICTION = {"coulomb": "Fc", "viscous": "Fv", "offset": "Fo", "stribeck": "Fs", "sigmoid": "Fsig"}
-
-
-def joint_terms(friction: str | Sequence[str] | None, armature: bool) -> tuple[JointTerm, ...]:
-    """Joint terms from user options: ``friction`` a comma list (or list) of coulomb, viscous,
-    offset, stribeck, sigmoid; ``armature`` adds rotor inertia."""
-    items = friction.split(",") if isinstance(friction, str) else list(friction or [])
-    items = [i.strip() for i in items if i.strip()]
-    unknown = [i for i in items if i not in _FRICTION]
-    if unknown:
-        raise ModelError(f"friction terms are {sorted(_FRICTION)}, got {unknown}")
-    return tuple(_FRICTION[i] for i in items) + (("Ia",) if armature else ())
-
-
-def stribeck_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float]]:
-    """``{dof: (Fs [N·m], q̇s [rad/s])}`` from the model's custom numerics ``stribeck:<joint>``
-    (hinge/slide joints). :class:`ModelError` when one names no such joint, has not 2 values or
-    a q̇s that is not positive."""
-    out = {}
-    for dof, i in _numeric_ids(mj, STRIBECK_NUMERIC, strict=True).items():
-        adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
-        data = mj.numeric_data[adr:adr + size]
-        if size != 2 or not data[1] > 0:
-            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i)
-            raise ModelError(f"custom numeric {name!r}: expected 2 values 'Fs [N m] qs [rad/s]' with "
-                             f"qs > 0, got {data.tolist()}")
-        out[dof] = (float(data[0]), float(data[1]))
-    return out
-
-
-def sigmoid_numerics(mj: mujoco.MjModel) -> dict[int, tuple[float, float, float]]:
-    """``{dof: (φ1 [N·m], φ2 [s/rad], φ3 [rad/s])}`` from the model's custom numerics
-    ``sigmoid:<joint>`` (hinge/slide joints). :class:`ModelError` when one names no such joint,
-    has not 3 finite values or a steepness φ2 that is not positive."""
-    out = {}
-    for dof, i in _numeric_ids(mj, SIGMOID_NUMERIC, strict=True).items():
-        adr, size = int(mj.numeric_adr[i]), int(mj.numeric_size[i])
-        data = mj.numeric_data[adr:adr + size]
-        if size != 3 or not (np.all(np.isfinite(data)) and data[1] > 0):
-            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i)
-            raise ModelError(f"custom numeric {name!r}: expected 3 finite values 'phi1 [N m] phi2 [s/rad] "
-                             f"phi3 [rad/s]' with phi2 > 0, got {data.tolist()}")
-        out[dof] = (float(data[0]), float(data[1]), float(data[2]))
-    return out
-
-
-def check_sigmoid_shape(shape: np.ndarray | Sequence[float], nv: int) -> np.ndarray:
-    """Sigmoid shapes as an ``(nv, 2)`` array of (φ2 [s/rad], φ3 [rad/s]) per dof from one pair
-    ``(2,)`` (every joint) or ``(nv, 2)``; :class:`ModelError` unless finite with φ2 > 0."""
-    arr = np.array(shape, dtype=float)
-    if arr.shape == (2,):
-        arr = np.tile(arr, (nv, 1))
-    if arr.shape != (nv, 2) or not (np.all(np.isfinite(arr)) and np.all(arr[:, 0] > 0)):
-        raise ModelError(f"a sigmoid shape is (phi2 [s/rad] > 0, phi3 [rad/s]) finite, for every joint "
-                         f"or as ({nv}, 2) per dof; got {np.array(shape).tolist()}")
-    return arr
-
-
-def body_params_from_inertial(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
-    """10 standard parameters from mass [kg], CoM (3,) [m] and the (3, 3) inertia about the CoM.
-
-    The inertia is shifted to the body origin with the parallel-axis theorem.
-    """
-    c = np.asarray(com, dtype=float)
-    i_origin = np.asarray(inertia_com, dtype=float) + mass * (c @ c * np.eye(3) - np.outer(c, c))
-    return np.concatenate(([mass], mass * c, inertia_mat_to_vec(i_origin)))
-
-
-def inertial_from_body_params(phi: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Inverse of :func:`body_params_from_inertial`: ``(mass, com (3,), inertia about CoM (3, 3))``.
-
-    Raises :class:`ModelError` when the mass is not positive (no CoM exists).
-    """
-    phi = np.asarray(phi, dtype=float)
-    m = float(phi[0])
-    if not m > 0.0:
-        raise ModelError(f"a body needs a positive mass to have a centre of mass, got m={m!r}")
-    c = phi[1:4] / m
-    i_com = inertia_vec_to_mat(phi[4:10]) - m * (c @ c * np.eye(3) - np.outer(c, c))
-    return m, c, i_com
 
 
 class RobotModel:
@@ -426,7 +309,7 @@ class RobotModel:
 
     @staticmethod
     def _read_joint(mj: mujoco.MjModel, j: int) -> Joint:
-        jtype = _JOINT_TYPES[int(mj.jnt_type[j])]
+        jtype = JOINT_TYPES[int(mj.jnt_type[j])]
         limited = bool(mj.jnt_limited[j]) and jtype in ("hinge", "slide")
         return Joint(
             name=mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}",
@@ -648,9 +531,9 @@ class RobotModel:
             # the compiler's "inertial frame = body frame" shortcut no longer holds: off for this body
             mj.body_sameframe[b] = 0
         fields = {"Fc": mj.dof_frictionloss, "Fv": mj.dof_damping, "Ia": mj.dof_armature}
-        numerics = _stribeck_numeric_ids(mj)
-        sigmoids = _numeric_ids(mj, SIGMOID_NUMERIC)
-        for (term, dof), value in self._joint_term_values(theta).items():
+        numerics = stribeck_numeric_ids(mj)
+        sigmoids = numeric_ids(mj, SIGMOID_NUMERIC)
+        for (term, dof), value in self.joint_term_values(theta).items():
             if term in fields:
                 fields[term][dof] = value
             elif term == "Fs" and dof in numerics:
@@ -660,7 +543,8 @@ class RobotModel:
                 adr = int(mj.numeric_adr[sigmoids[dof]])
                 mj.numeric_data[adr:adr + 3] = value, *self.sigmoid_shape[dof]
 
-    def _joint_term_values(self, theta: np.ndarray) -> dict[tuple[str, int], float]:
+    def joint_term_values(self, theta: np.ndarray) -> dict[tuple[str, int], float]:
+        """``{(term, dof): value}`` of ``theta``'s joint terms."""
         out = {}
         for k, j in enumerate(self.term_joints):
             for t_i, term in enumerate(self.joint_terms):
@@ -679,192 +563,9 @@ class RobotModel:
         raise ModelError("this model was built from a compiled MjModel; no MJCF to edit")
 
     def to_mjcf(self, theta: np.ndarray, path: str | os.PathLike[str]) -> Path:
-        """Write the source MJCF with this parameter vector's inertials and joint terms.
-
-        Writes ``<inertial>`` (mass, pos, quat, diaginertia) of every identified body and
-        ``armature``/``damping``/``frictionloss`` of every joint with terms. A hinge or slide joint
-        term of the source that was *not* identified (no ``Ia``, ``Fv`` or ``Fc`` in this model's
-        joint terms) is written as 0: the identified model has none (the regressor had no column
-        for it), and the file must simulate the model that was identified (logged). The file is
-        written atomically (a temporary file renamed into place). Raises :class:`ModelError` when
-        a body's parameters are not physically consistent (MuJoCo could not load the result).
-        """
-        theta = self.check_theta(theta)
-        spec = self.spec()
-        inertials = {}
-        for k, b in enumerate(self.param_bodies):
-            name = self.body_name(b)
-            mass, com, inertia, quat = principal_inertial(theta[10 * k:10 * k + 10], name)
-            inertials[name] = {"mass": [mass], "pos": com, "quat": quat, "diaginertia": inertia}
-            body = spec.body(name)
-            body.explicitinertial = True
-            body.mass, body.ipos, body.iquat, body.inertia = mass, com, quat, inertia
-            body.fullinertia = [math.nan] * 6
-        attr = {"Fc": "frictionloss", "Fv": "damping", "Ia": "armature"}
-        joint_values: dict[str, dict[str, float]] = {}
-        unwritten: list[str] = []
-        stribeck: dict[str, list[float]] = {}
-        sigmoid: dict[str, list[float]] = {}
-        for (term, dof), value in self._joint_term_values(theta).items():
-            joint = self.joints[int(self.mj.dof_jntid[dof])]
-            if term == "Fs":
-                stribeck[joint.name] = [value, self.stribeck_velocity]
-            elif term == "Fsig":
-                sigmoid[joint.name] = [value, *map(float, self.sigmoid_shape[dof])]
-            elif term in attr:
-                joint_values.setdefault(joint.name, {})[attr[term]] = max(value, 0.0)
-                _set_scalar(spec.joint(joint.name), attr[term], max(value, 0.0))
-            elif abs(value) > 0:
-                log.info("%s.%s = %g has no MJCF counterpart; not written", joint.name, term, value)
-                unwritten.append(f"{joint.name}.{term} = {value!r}")
-        source = {key: getattr(self.mj, f"dof_{key}") for key in attr.values()}  # the MJCF's values
-        identified = {(attr[term], dof) for term, dof in self._joint_term_values(theta) if term in attr}
-        zeroed: dict[str, list[str]] = {}
-        for dof in range(self.mj.nv):
-            j = int(self.mj.dof_jntid[dof])
-            if int(self.mj.jnt_type[j]) not in _SCALAR_JOINTS:
-                continue
-            name = self.joints[j].name
-            for key, values in source.items():
-                if (key, dof) not in identified and values[dof] != 0:
-                    joint_values.setdefault(name, {})[key] = 0.0
-                    _set_scalar(spec.joint(name), key, 0.0)
-                    zeroed.setdefault(key, []).append(name)
-        for dof, (fs, velocity) in stribeck_numerics(self.mj).items():
-            name = self.joints[int(self.mj.dof_jntid[dof])].name
-            if name not in stribeck and fs != 0:
-                stribeck[name] = [0.0, velocity]
-                zeroed.setdefault("stribeck", []).append(name)
-        for dof, (amplitude, steepness, offset) in sigmoid_numerics(self.mj).items():
-            name = self.joints[int(self.mj.dof_jntid[dof])].name
-            if name not in sigmoid and amplitude != 0:
-                sigmoid[name] = [0.0, steepness, offset]
-                zeroed.setdefault("sigmoid", []).append(name)
-        numerics = {STRIBECK_NUMERIC + k: v for k, v in stribeck.items()}
-        numerics |= {SIGMOID_NUMERIC + k: v for k, v in sigmoid.items()}
-        for name, data in numerics.items():
-            numeric = spec.numeric(name)
-            if numeric is None:
-                spec.add_numeric(name=name, data=data)
-            else:
-                numeric.data = data
-        if zeroed:
-            log.info("joint terms of the source that were not identified written as 0 (the identified "
-                     "model has none): %s", "; ".join(f"{k} of {v}" for k, v in zeroed.items()))
-        try:
-            spec.compile()
-            xml = mjcf_full_precision(spec.to_xml(), inertials, joint_values)
-            xml = _numerics_full_precision(xml, numerics)
-            xml = _with_comment(xml, _export_note(self.joint_terms, zeroed, unwritten,
-                                                  stribeck=bool(stribeck), sigmoid=bool(sigmoid)))
-            mujoco.MjModel.from_xml_string(xml)
-        except ValueError as exc:
-            raise ModelError(f"MuJoCo rejected the identified parameters: {exc}") from exc
-        return _write_atomic(Path(path), xml)
-
-
-def _export_note(terms: Sequence[str], zeroed: dict[str, list[str]], unwritten: list[str], *,
-                 stribeck: bool = False, sigmoid: bool = False) -> str:
-    """The comment identified.xml carries about its joint terms."""
-    lines = [f"Written by sysid_ros: inertials and joint terms {list(terms)} as identified."]
-    if zeroed:
-        lines.append("Joint terms of the source that were not identified are 0, as the identified "
-                     "model assumed: " + "; ".join(f"{k} of {', '.join(v)}" for k, v in zeroed.items()) + ".")
-    if unwritten:
-        lines.append("Identified terms MJCF cannot hold (Fo: a constant torque offset [N m], add it "
-                     "to the torque MuJoCo computes): " + "; ".join(unwritten) + ".")
-    if stribeck:
-        lines.append("Stribeck friction Fs*exp(-|qdot|/qs)*sign(qdot) [N m]: custom numerics "
-                     f"{STRIBECK_NUMERIC}<joint> = 'Fs qs' (N m, rad/s). MuJoCo does not simulate them "
-                     "(its frictionloss is Coulomb only); sysid_ros's plant applies them as a joint "
-                     "torque, any other simulator must add -Fs*exp(-|qdot|/qs)*sign(qdot) itself.")
-    if sigmoid:
-        lines.append("Sigmoid friction (Gaz et al., RA-L 2019) p1/(1+exp(-p2*(qdot+p3))) - "
-                     f"p1/(1+exp(-p2*p3)) [N m]: custom numerics {SIGMOID_NUMERIC}<joint> = 'p1 p2 p3' "
-                     "(N m, s/rad, rad/s). MuJoCo does not simulate them; sysid_ros's plant applies "
-                     "them as a joint torque, any other simulator must subtract that torque itself. "
-                     "Away from qdot = -p3 (|qdot + p3| >> 1/p2) it is Coulomb friction p1/2 (MuJoCo "
-                     "frictionloss, not written here: the plant would count it twice) plus a constant "
-                     "p1*(1/2 - 1/(1+exp(-p2*p3))) [N m].")
-    return "\n     ".join(lines)
-
-
-def _numerics_full_precision(xml: str, values: dict[str, list[float]]) -> str:
-    """``xml`` with the custom numerics named in ``values`` at full precision."""
-    if not values:
-        return xml
-    root = ET.fromstring(xml)
-    for numeric in root.iter("numeric"):
-        data = values.get(numeric.get("name", ""))
-        if data is not None:
-            numeric.set("data", " ".join(repr(float(x)) for x in data))
-    ET.indent(root, space="  ")
-    return ET.tostring(root, encoding="unicode") + "\n"
-
-
-def _numeric_ids(mj: mujoco.MjModel, prefix: str, *, strict: bool = False) -> dict[int, int]:
-    """``{dof: numeric id}`` of the model's custom numerics ``<prefix><joint>``; ``strict``:
-    :class:`ModelError` when one names no hinge or slide joint (else it is skipped)."""
-    out = {}
-    for i in range(mj.nnumeric):
-        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_NUMERIC, i) or ""
-        if not name.startswith(prefix):
-            continue
-        joint = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name[len(prefix):])
-        if joint < 0 or int(mj.jnt_type[joint]) not in _SCALAR_JOINTS:
-            if strict:
-                raise ModelError(f"custom numeric {name!r} names no hinge or slide joint of the model")
-            continue
-        out[int(mj.jnt_dofadr[joint])] = i
-    return out
-
-
-def _stribeck_numeric_ids(mj: mujoco.MjModel) -> dict[int, int]:
-    """``{dof: numeric id}`` of the model's ``stribeck:<joint>`` numerics (see :func:`stribeck_numerics`)."""
-    return _numeric_ids(mj, STRIBECK_NUMERIC)
-
-
-def _with_comment(xml: str, text: str) -> str:
-    """``xml`` with ``text`` as a comment after the root element's opening tag."""
-    end = xml.index(">", xml.index("<mujoco")) + 1
-    return xml[:end] + "\n  <!-- " + text.replace("--", "- -") + " -->" + xml[end:]
-
-
-def mjcf_full_precision(xml: str, inertials: dict[str, dict[str, np.ndarray]],
-                    joints: dict[str, dict[str, float]]) -> str:
-    """MuJoCo's XML writer keeps 6 significant digits; rewrite identified values at full precision."""
-    root = ET.fromstring(xml)
-    for body in root.iter("body"):
-        values = inertials.get(body.get("name", ""))
-        if values is None:
-            continue
-        inertial = body.find("inertial")
-        if inertial is None:
-            inertial = ET.SubElement(body, "inertial")
-        inertial.attrib.pop("fullinertia", None)
-        for key, v in values.items():
-            inertial.set(key, " ".join(repr(float(x)) for x in np.ravel(v)))
-    for joint in root.iter("joint"):
-        for key, v in joints.get(joint.get("name", ""), {}).items():
-            joint.set(key, repr(float(v)))
-    ET.indent(root, space="  ")
-    return ET.tostring(root, encoding="unicode") + "\n"
-
-
-def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """(mass, com, principal moments (3,), quat (4,)) of one body's 10 parameters."""
-    try:
-        mass, com, i_com = inertial_from_body_params(phi)
-    except ModelError as exc:
-        raise ModelError(f"body {body!r}: {exc}") from None
-    moments, axes = np.linalg.eigh(i_com)
-    if np.linalg.det(axes) < 0:
-        axes[:, 0] = -axes[:, 0]
-    a, b, c = moments
-    if not (moments.min() > 0 and a + b >= c and a + c >= b and b + c >= a):
-        raise ModelError(f"body {body!r}: principal moments {moments} are not physically "
-                         f"consistent (positive, triangle inequality)")
-    return mass, com, moments, mat_to_quat(axes)
+        """Write the source MJCF with this parameter vector's inertials and joint terms
+        (:func:`~sysid_ros.core.model.mjcf_export.write_mjcf`)."""
+        return write_mjcf(self, theta, path)
 
 
 def _mjcf_with_base(spec: mujoco.MjSpec, base: str | None) -> mujoco.MjSpec:
@@ -883,51 +584,3 @@ def _mjcf_with_base(spec: mujoco.MjSpec, base: str | None) -> mujoco.MjSpec:
                              f"{[j.name for j in body.joints]}; a free joint must be a body's only joint")
         body.add_freejoint().name = "floating_base"
     return spec
-
-
-#: joint types with one dof whose armature/damping/frictionloss the identified model may set
-_SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-
-
-def _set_scalar(obj, attr: str, value: float) -> None:
-    """Set a joint attribute that is a float in older MuJoCo and an array in newer (damping is
-    ``[linear, ...]`` since MuJoCo 3.3): the first entry carries the linear coefficient."""
-    current = getattr(obj, attr)
-    if np.ndim(current):
-        arr = np.array(current, dtype=float)
-        arr[...] = 0.0
-        arr.flat[0] = value
-        setattr(obj, attr, arr)
-    else:
-        setattr(obj, attr, value)
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where Linux tells it (``os.umask`` sets it,
-    which another thread could see for a moment)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: never a
-    half-written file under the name. The file's mode is what ``open`` would give (0666 less the
-    umask, e.g. 0644), not the temporary file's 0600."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path

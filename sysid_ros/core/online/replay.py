@@ -12,11 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.batch.friction_shape import with_friction_shape_reports
+from sysid_ros.core.batch.least_squares import ols
+from sysid_ros.core.batch.methods import standard_result
+from sysid_ros.core.batch.prepared import Prepared
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.estimator import OnlineEstimator
 from sysid_ros.core.online.session import OnlineOptions, OnlineSession
 from sysid_ros.core.report.plotting import pyplot, save_figure
+from sysid_ros.core.result import IdentificationResult, SolverStatus, target_label
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +125,59 @@ def plot_convergence(path: Path, est: OnlineEstimator) -> Path:
     axes[1].grid(alpha=0.3)
     fig.suptitle(f"{est.estimator} on {est.regression} rows: convergence")
     return save_figure(fig, path, dpi=90)
+
+
+def online_result(prep: Prepared, est) -> IdentificationResult:
+    """The final estimate of an online replay as a result (fit figures on the prepared data); the
+    EKF's is its projection onto the consistent, plausible set, reported under
+    ``extra["online"]["projection"]`` (the projection's solver status is the result's)."""
+    times = np.array(est.log.update_time) * 1e6
+    div = [d for d in est.log.divergence if np.isfinite(d)]
+    extra = {"online": {"estimator": est.estimator, "regression": est.regression,
+                        "updates": est.samples, "rejected": est.rejected,
+                        "update_time_us": {"median": float(np.median(times)) if times.size else None,
+                                           "p99": float(np.percentile(times, 99)) if times.size else None},
+                        "residual_rms": est.residual_rms,
+                        "final_divergence_to_truth": div[-1] if div else None}}
+    if est.regression == "momentum":
+        extra["online"]["momentum_windows"] = dict(est.rows.windows)
+    name = "momentum" if est.regression == "momentum" else est.estimator
+    theta, solver = est.theta.copy(), SolverStatus(solver=est.estimator)
+    projection = est.projection() if hasattr(est, "projection") else None
+    if projection is not None:  # the EKF: its estimate projected onto the consistent, plausible set
+        theta = projection.theta.copy()
+        extra["online"]["projection"] = projection.as_dict()
+        if est.truth is not None:  # the log's last finite divergence may be an earlier estimate's
+            final = prep.target.divergence(theta, est.truth)
+            extra["online"]["final_divergence_to_truth"] = final if np.isfinite(final) else None
+        if projection.status != "unchanged":
+            solver = SolverStatus(solver=est.estimator, status=projection.status,
+                                  binding_constraints=projection.binding)
+    result = standard_result(name, prep, theta, float(times.sum() * 1e-6), solver, extra)
+    if projection is not None and projection.solved:
+        from sysid_ros.core.online.projection import PROJECTED as PROJECTED_ESTIMATE  # imports cvxpy
+
+        result = replace(result, parameters_from=PROJECTED_ESTIMATE)
+    result = with_friction_shape_reports(result, prep)
+    warning = online_fit_warning(result.diagnostics.relative_error, prep)
+    if warning:
+        log.warning("%s", warning)
+        warnings = [*result.diagnostics.extra.get("warnings", []), warning]
+        extra = result.diagnostics.extra | {"warnings": warnings}
+        result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
+    return replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
+
+
+def online_fit_warning(relative_error: float, prep: Prepared, *, factor: float = 2.0,
+                       margin: float = 1.0) -> str | None:
+    """A warning when an online estimate's torque error on the prepared rows, ``relative_error``
+    [%], exceeds ``factor`` × that of an ordinary least-squares fit of the same rows + ``margin``
+    [percentage points]: the estimate ended far from what the data determine; None otherwise."""
+    fit = ols(prep.x, prep.y, prep.target.base, mask=prep.mask).diagnostics.relative_error
+    if not relative_error > factor * fit + margin:
+        return None
+    return (f"the online estimate's torque error on this data, {relative_error:.3g} %, is far from a "
+            f"least-squares fit of the same data, {fit:.3g} %: it has not converged to what the data "
+            "determine (a longer run, more excitation, other tuning, or a batch method)")
+
+

@@ -27,14 +27,10 @@ import numpy as np
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.consistency import realizable_inertia
-from sysid_ros.core.model.robot import (
-    body_params_from_inertial,
-    inertial_from_body_params,
-    mjcf_full_precision,
-    principal_inertial,
-)
+from sysid_ros.core.model.layout import body_params_from_inertial, inertial_from_body_params
+from sysid_ros.core.model.mjcf_export import mjcf_full_precision, principal_inertial
 from sysid_ros.core.model.target import Target
-from sysid_ros.core.model.urdf import write_urdf
+from sysid_ros.core.model.urdf_export import write_urdf
 from sysid_ros.core.report.metrics import Evaluation, TorqueFit
 from sysid_ros.core.report.plotting import envelope, pyplot, save_figure
 from sysid_ros.core.report.provenance import provenance

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.plant import MitPlant

@@ -14,8 +14,8 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.data.dataset import CommandLog, Dataset
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import ModelError, SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.robot import RobotModel, body_params_from_inertial, inertial_from_body_params
 from sysid_ros.core.model.spatial import axis_angle_to_mat, mat_to_quat
 from sysid_ros.core.sim.simulation import SensorModel, simulate_mit

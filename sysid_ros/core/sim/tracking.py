@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from sysid_ros.core.data.fourier import FourierTrajectory
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.plant import JointCommand, MitPlant
 from sysid_ros.core.sim.simulation import check_steps

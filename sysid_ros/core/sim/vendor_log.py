@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from sysid_ros.core.data.dataset import CommandLog, Dataset
+from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.excitation.fourier import FourierTrajectory
-from sysid_ros.core.excitation.plan import Limits
 from sysid_ros.core.model.robot import (
     JOINT_FIELDS,
     RobotModel,

@@ -28,11 +28,13 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from sysid_ros.core import RobotModel, mass_matrix_regressor, torque_regressor
 from sysid_ros.core import linalg as rla
-from sysid_ros.core.batch.convex import dual_metric_program, least_squares_program
+from sysid_ros.core.batch.convex import least_squares_program
+from sysid_ros.core.batch.dual_metric import dual_metric_program
+from sysid_ros.core.model.regressor import mass_matrix_regressor, torque_regressor
+from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Target, arm_target, coefficient_target
-from sysid_ros.core.report.metrics import shifted_ncc
+from sysid_ros.core.torque_errors import shifted_ncc
 
 # Crazyflie 2.0: 27 g, inertia diag(1.395, 1.436, 2.173)·1e-5 kg·m² (J. Förster, "System
 # identification of the Crazyflie 2.0 nano quadrocopter", ETH Zürich BSc thesis, 2015); the

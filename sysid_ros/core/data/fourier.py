@@ -1,4 +1,8 @@
-"""Excitation trajectories: finite Fourier series per joint with exact derivatives.
+"""Fourier trajectories: finite Fourier series per joint with exact derivatives.
+
+The excitation designs them (:mod:`sysid_ros.core.excitation`) and the simulator plays them
+(:mod:`sysid_ros.core.sim`); they live here, below both, with the other descriptions of motion
+(:mod:`~sysid_ros.core.data.trajectory_file`).
 
 Per dof (Swevers et al.; overview seed), with ``ω_f = 2π / period``:
 

@@ -1,0 +1,311 @@
+"""``sysid identify``: identification from a bag or CSV file: batch methods, or an online estimator
+replayed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from sysid_ros.cli.common import add_base_option, calibrated, controlled, csv_layout, floats
+from sysid_ros.core.batch.identify import (
+    COMMAND_METHODS,
+    METHODS,
+    IdentifyOptions,
+    check_method,
+    prepare,
+    run_method,
+)
+from sysid_ros.core.batch.multi_run import identify_runs, load_payloads, prepare_runs
+from sysid_ros.core.blas import single_threaded_blas
+from sysid_ros.core.data.bag import read_data
+from sysid_ros.core.data.columns import TIME_UNITS
+from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
+from sysid_ros.core.model.robot import RobotModel
+from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
+from sysid_ros.core.online import WEIGHTINGS
+from sysid_ros.core.online.replay import online_result, plot_convergence, replay, write_trajectory
+from sysid_ros.core.online.rows import DISCRETISATIONS
+from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
+from sysid_ros.core.output_paths import check_folder
+from sysid_ros.core.report.files import dumps_strict, summary, write_outputs
+from sysid_ros.core.report.metrics import evaluate, truth_parameters
+
+
+def _identify(args: argparse.Namespace) -> int:
+    with single_threaded_blas():  # the batch path's matrices are small: see sysid_ros/core/blas.py
+        return _identify_blas(args)
+
+
+def _identify_blas(args: argparse.Namespace) -> int:
+    check_folder(args.out, "--out")
+    model = RobotModel.from_mjcf(args.model, joint_terms=(), base=args.base)
+    model = model.with_joint_terms(default_joint_terms(model.mj, args.friction, args.armature))
+    excluded = excluded_line(model.mj, model.joint_terms)
+    if excluded and not args.payload_only:
+        print(f"[sysid identify] {excluded}", file=sys.stderr)
+    target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
+        args.mass_factor, args.extent_factor, args.com_radius),
+        joint_prior=joint_prior_spec(args.friction_prior))
+    settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
+                             velocity=args.velocity, min_segment=args.min_segment,
+                             stationary_cut=args.stationary_cut, resample=args.resample,
+                             bridge_gaps=args.bridge_gaps)
+    options = IdentifyOptions(method=args.method, preprocessing=settings,
+                              regularization=args.regularization, max_samples=args.max_samples,
+                              progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr),
+                              stribeck_velocity=args.stribeck_velocity,
+                              sigmoid_shape=_sigmoid_shape(args.sigmoid_shape),
+                              drop_outliers=args.drop_outliers)
+    if len(args.data) > 1 or args.payloads or args.drive_gains:
+        return _identify_runs(args, model, target, settings, options)
+    ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
+                   command_topic=args.command_topic, joint_names=model.dof_joint_names,
+                   commands=args.method in COMMAND_METHODS or bool(args.controller), **csv_layout(args))
+    ds = controlled(calibrated(ds.for_model(model), args), args)
+    prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress,
+                   stribeck_velocity=options.stribeck_velocity, sigmoid_shape=options.sigmoid_shape)
+    target = prep.target  # with the Stribeck velocity and sigmoid shapes found, if searched
+    online = None
+    if args.method in ONLINE_METHODS:
+        online = replay(ds, target, _online_options(args, ds.sample_rate),
+                        truth=truth_parameters(ds.truth, target), progress=options.progress).estimator
+        result = online_result(prep, online)
+    else:
+        check_method(args.method)
+        result = run_method(prep, options)
+    val_prep = None
+    if args.validate:
+        val = calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
+                                    command_topic=args.command_topic,
+                                    joint_names=model.dof_joint_names, commands=False,
+                                    **csv_layout(args)).for_model(model), args)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
+                           search_stribeck=False, search_sigmoid=False)
+    evaluation = evaluate(result, prep, validation=val_prep)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
+                               inputs=_inputs(args))
+    if online is not None:
+        paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
+        if not args.no_plots:
+            paths.append(plot_convergence(Path(args.out) / "convergence.png", online))
+    return _report(args, result, evaluation, paths, doc)
+
+
+def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings: Preprocessing,
+                   options: IdentifyOptions) -> int:
+    """``sysid identify RUN1 RUN2 ... [--payloads KNOWN.json] [--drive-gains]``: the arm from
+    several runs, each with its known payload (:mod:`sysid_ros.core.batch.multi_run`)."""
+    if args.method in ONLINE_METHODS:
+        raise SysIdError(f"{args.method} replays one run; several runs take a batch method")
+    check_method(args.method)
+    datasets = [controlled(calibrated(read_data(path, joint_states_topic=args.joint_states_topic,
+                                                  command_topic=args.command_topic,
+                                                  joint_names=model.dof_joint_names,
+                                                  **csv_layout(args)).for_model(model), args), args)
+                for path in args.data]
+    payloads = load_payloads(args.payloads, len(datasets)) if args.payloads else [None] * len(datasets)
+    multi = prepare_runs(datasets, payloads, target, settings, min_speed=options.min_speed,
+                         progress=options.progress, stribeck_velocity=options.stribeck_velocity,
+                         sigmoid_shape=options.sigmoid_shape,
+                         gains=args.drive_gains)
+    target = multi.prep.target
+    result, prep, gains = identify_runs(multi, options, gains=args.drive_gains)
+    val_prep = None
+    if args.validate:
+        val = calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
+                                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
+                                    **csv_layout(args)).for_model(model), args)
+        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
+                           search_stribeck=False, search_sigmoid=False)
+        val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
+    evaluation = evaluate(result, prep, validation=val_prep)
+    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
+                               inputs=_inputs(args))
+    return _report(args, result, evaluation, paths, doc)
+
+
+def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict) -> int:
+    """What ``sysid identify`` prints (result.json with ``--json``, else the summary and the files
+    written) and its exit code (:func:`_trust`)."""
+    if args.json:
+        print(dumps_strict(doc, indent=2))
+    else:
+        print(summary(result, evaluation))
+        for p in paths:
+            print(f"wrote {p}")
+    return _trust(result)
+
+
+def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
+    """``--sigmoid-shape PHI2,PHI3`` as a pair (``None`` stays ``None``: searched)."""
+    values = floats(text)
+    if values is None:
+        return None
+    if len(values) != 2:
+        raise SysIdError(f"--sigmoid-shape: expected PHI2,PHI3 (steepness [s/rad], offset [rad/s]), "
+                         f"got {text!r}")
+    return values[0], values[1]
+
+
+def _trust(result) -> int:
+    """0 if the estimate can be used; 3 (and why, on stderr) if the solver did not reach an
+    optimal, converged solution or the exported parameters are not physically consistent (the
+    files are written all the same, saying so)."""
+    problems = []
+    if not result.solver.optimal:
+        problems.append(f"solver {result.solver.solver} ended with status {result.solver.status}"
+                        + ("" if result.solver.converged else ", not converged"))
+    cons = result.consistency
+    if cons is not None and not cons.consistent:
+        problems.append(f"the exported parameters are not physically consistent ({', '.join(cons.failures)})")
+    if not problems:
+        return 0
+    print(f"sysid identify: the {result.method} estimate is not trustworthy: {'; '.join(problems)}",
+          file=sys.stderr)
+    return 3
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The data files of ``sysid identify`` (hashed into result.json's provenance)."""
+    return [*args.data, *([args.validate] if args.validate else [])]
+
+
+def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
+    """The session options of ``identify --method rls|rls_logdet|momentum|ekf|mhe`` (the estimator node's
+    parameters of the same names); the sample rate is the data's unless given."""
+    values = {name: getattr(args, name) for name in OnlineOptions.names() if name != "method"}
+    if values["sample_rate"] is None:
+        values["sample_rate"] = data_rate
+    return OnlineOptions(method=args.method, **values)
+
+
+def _add_online_options(parser: argparse.ArgumentParser) -> None:
+    """One option per :class:`OnlineOptions` field (the estimator node's parameters), with its
+    default and units."""
+    group = parser.add_argument_group("online estimation (--method rls, rls_logdet, momentum, ekf, mhe)")
+    defaults = OnlineOptions()
+    metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
+               "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S",
+               "drift": "PER_SQRT_S", "position_noise": "RAD", "velocity_noise": "RAD_S", "horizon": "S",
+               "solve_rate": "HZ"}
+    for name in OnlineOptions.names():
+        if name in ("method", "stationary_cut"):  # shared with the batch methods
+            continue
+        default = getattr(defaults, name)
+        flag = "--" + name.replace("_", "-")
+        if name == "sample_rate":
+            group.add_argument(flag, type=float, default=None, metavar=metavar[name],
+                               help=f"{OPTION_HELP[name]} (default: the data's median rate)")
+        elif name in ("weighting", "momentum_scheme"):
+            choices = WEIGHTINGS if name == "weighting" else DISCRETISATIONS
+            group.add_argument(flag, choices=choices, default=default,
+                               help=f"{OPTION_HELP[name]} (default: {default})")
+        else:
+            group.add_argument(flag, type=type(default), default=default, metavar=metavar[name],
+                               help=f"{OPTION_HELP[name]} (default: {default:g})")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``sysid identify`` parser."""
+    p = sub.add_parser("identify", help="identify parameters from a bag or CSV file")
+    p.add_argument("data", nargs="+", help="rosbag2 directory or CSV file; several: runs of the same "
+                   "arm identified jointly (each with its payload of --payloads)")
+    p.add_argument("--payloads", metavar="KNOWN.json",
+                   help="several runs: JSON list, one entry per run: null or {\"body\": NAME, \"mass\": KG, "
+                   "\"com\": [X, Y, Z], \"inertia\": [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]} (CoM in the body "
+                   "frame [m], inertia about the CoM [kg m^2], default a 5 cm cube); their torque is known")
+    p.add_argument("--drive-gains", action="store_true",
+                   help="several runs: identify a torque gain per joint (true torque = gain x logged), "
+                   "which needs runs with at least two different known payloads")
+    p.add_argument("--model", required=True, help="MJCF or URDF file")
+    p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS,
+                   help="batch method, or an online estimator replayed sample by sample")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--json", action="store_true", help="print result.json")
+    p.add_argument("--payload-only", metavar="BODY", help="identify only a payload attached to BODY")
+    p.add_argument("--friction", default="model", help="joint friction identified: 'model' (default: the "
+                   "terms the model's joints declare: coulomb for frictionloss, viscous for damping, "
+                   "stribeck/sigmoid for their numerics; docs/joint-terms.md), 'none', or a "
+                   "comma list of coulomb, viscous, offset, stribeck "
+                   "(Fs·exp(−|q̇|/q̇s)·sign(q̇), q̇s searched unless --stribeck-velocity), sigmoid "
+                   "(φ1/(1+exp(−φ2(q̇+φ3))) − φ1/(1+exp(−φ2φ3)), Gaz et al. 2019; an alternative to "
+                   "coulomb; φ2, φ3 searched per joint unless --sigmoid-shape)")
+    p.add_argument("--stribeck-velocity", type=float, metavar="RAD_S",
+                   help="Stribeck velocity q̇s [rad/s] of the stribeck terms (default: the one that "
+                   "minimises the least-squares residual, searched in 0.002..2 rad/s)")
+    p.add_argument("--sigmoid-shape", metavar="PHI2,PHI3",
+                   help="steepness φ2 [s/rad] and offset φ3 [rad/s] of every joint's sigmoid friction "
+                   "(default: per joint, those that minimise the least-squares residual, searched "
+                   "in φ2 0.5..500 s/rad, φ2·φ3 −3..3)")
+    p.add_argument("--armature", action=argparse.BooleanOptionalAction, default=None,
+                   help="identify rotor inertia per joint (default: when the model's joints declare "
+                   "armature); --no-armature: not identified")
+    p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
+    p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")
+    p.add_argument("--differentiator", choices=("central", "savgol"), default="central",
+                   help="positions to velocity/acceleration")
+    p.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
+                   help="measured velocity when recorded (auto), always, or never")
+    p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
+    p.add_argument("--friction-prior", default="model", metavar="model|zero|FILE.json",
+                   help="prior of the joint terms (friction, offsets, rotor inertia) that the "
+                   "regularised methods and the plausibility pull lean on, weakly: the model file's "
+                   "values (default), zero, or a JSON file of values by name, e.g. "
+                   '{"Fc": 0.5, "shoulder_pan_joint.Fv": 2.0}')
+    p.add_argument("--max-samples", type=int, default=2000, help="dual-metric SDP samples")
+    p.add_argument("--min-segment", type=float, default=2.0, metavar="S",
+                   help="data between gaps shorter than this is not used [s] (default: 2)")
+    p.add_argument("--torque-scale", metavar="S[,S...]",
+                   help="logged effort × this = torque, one value or one per joint in the model's "
+                   "order (e.g. motor current [A] × torque constant × gear [N·m/A])")
+    p.add_argument("--torque-offset", metavar="O[,O...]",
+                   help="added to the scaled torque [N·m], one value or one per joint")
+    p.add_argument("--columns", metavar="FIELD=COLUMN[,...]",
+                   help="CSV: the file's column of each field (time, q, dq, tau, q_ref, dq_ref, "
+                   "tau_ff), per-joint ones with {i} (0-based index in the model's order), {n} "
+                   "(1-based) or {joint} (name), e.g. time=timestamp,q=actual_q_{i},dq=actual_qd_{i},"
+                   "tau=actual_current_{i} (default: time,q_<joint>,dq_<joint>,tau_<joint>,...)")
+    p.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="s",
+                   help="CSV: unit of the time column (default: s)")
+    p.add_argument("--controller", metavar="LAW:GAINS",
+                   help="the closed loop of a log without MotorCommand, for iv/pc_iv: "
+                   "'pd:kp=K[,K...];kd=D[,D...]' (needs q_ref, dq_ref columns) or "
+                   "'velocity:kv=D[,D...]' (needs dq_ref); one value or one per joint [N·m/rad, "
+                   "N·m·s/rad]; tau_ff added when recorded")
+    p.add_argument("--mass-factor", type=float, default=Plausibility.mass_factor, metavar="K",
+                   help="arm: keep every body's mass within [m/K, m*K] of the model's m (plausible "
+                   "exported parameters; every method's consistent solve respects it; 0 = off; "
+                   "default %(default)s)")
+    p.add_argument("--extent-factor", type=float, default=Plausibility.extent_factor, metavar="F",
+                   help="arm: keep every body's mass inside F times its nominal extent (a sphere "
+                   "around the model's CoM reaching its joints; bounds CoM and inertia; 0 = off; "
+                   "default %(default)s)")
+    p.add_argument("--com-radius", type=float, default=Plausibility.com_radius, metavar="R",
+                   help="arm: keep every body's centre of mass within R [m] (per axis, body frame) "
+                   "of the model's (0 = off, the default)")
+    p.add_argument("--resample", choices=("auto", "off"), default="auto",
+                   help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
+                   "on a uniform grid by spline interpolation (auto), or used as recorded (off)")
+    p.add_argument("--bridge-gaps", type=float, default=-1.0, metavar="S",
+                   help="dropped-cycle gaps up to this long are interpolated over; longer ones "
+                   "split the data into segments [s] (default: automatic, 5 ms or 3.5 median "
+                   "periods, whichever is longer)")
+    p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
+                   help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
+                   "methods cut them at each segment's start and end, the online ones skip them)")
+    p.add_argument("--drop-outliers", action="store_true",
+                   help="leave out the regression rows whose torque residual is beyond 8 robust σ "
+                   "(1.4826·MAD) of a least-squares fit; they are reported either way (default: kept)")
+    _add_online_options(p)
+    p.add_argument("--joint-states-topic", default="/joint_states",
+                   help="a bag's sensor_msgs/JointState topic")
+    p.add_argument("--command-topic", default="/motor_command",
+                   help="a bag's MotorCommand topic (read by iv/pc_iv only)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    add_base_option(p)
+    p.set_defaults(func=_identify)
+

@@ -1,0 +1,45 @@
+"""The one JSON number rule: a number JSON cannot hold (NaN, +inf, -inf) is written as ``null``.
+
+Every document the package writes (``result.json``, validation reports, summaries, the recorder's
+state) is strict JSON: :func:`strict_json` turns NumPy arrays and scalars into JSON values and
+non-finite floats into None, so ``json.dumps(..., allow_nan=False)`` never meets one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["json_number", "json_numbers", "strict_json"]
+
+
+def json_number(x: float) -> float | None:
+    """``x`` as a float, or None where it is not finite (NaN, ±inf)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def json_numbers(values: Iterable[float]) -> list[float | None]:
+    """:func:`json_number` of each value."""
+    return [json_number(v) for v in values]
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with JSON types only: mappings (keys as strings) and sequences recursively, NumPy
+    arrays as lists, NumPy scalars as Python ones, non-finite floats as None."""
+    if isinstance(value, float | np.floating):
+        return json_number(value)
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return strict_json(value.tolist())
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
