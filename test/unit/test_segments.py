@@ -23,6 +23,7 @@ from sysid_ros.core import DataError, RobotModel
 from sysid_ros.core.batch.identify import IdentifyOptions, identify, prepare
 from sysid_ros.core.data.dataset import CommandLog, Dataset
 from sysid_ros.core.data.preprocessing import Preprocessing, segment
+from sysid_ros.core.data.segments import split as split_at_gaps
 from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.report.metrics import truth_parameters
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
@@ -80,8 +81,8 @@ def test_two_holes_split_the_recording_into_three_segments_with_a_warning_per_ga
     assert [g.describe() for g in split.gaps] == list(GAP_LINES)
     assert [(s.start, s.stop) for s in split.kept] == [(0, 3500), (3500, 6492), (6492, 9988)]
     assert not split.dropped and split.cut == 0
-    assert [len(d) for d in split(gappy, min_length=2.0).datasets()] == [3500, 2992, 3496]
-    assert [len(d) for d in split(gappy, min_length=6.5).datasets()] == [3500, 3496]
+    assert [len(d) for d in split_at_gaps(gappy, min_length=2.0).datasets()] == [3500, 2992, 3496]
+    assert [len(d) for d in split_at_gaps(gappy, min_length=6.5).datasets()] == [3500, 3496]
     for seg in split.datasets():  # each segment's command log covers exactly its time span
         cmd = seg.command
         assert cmd.t[0] <= seg.t[0] < cmd.t[1] and cmd.t[-1] <= seg.t[-1]
