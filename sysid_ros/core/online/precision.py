@@ -26,7 +26,7 @@ import numpy as np
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.model.robot import inertia_mat_to_vec, inertia_vec_to_mat
+from sysid_ros.core.model.spatial import inertia_mat_to_vec, inertia_vec_to_mat
 from sysid_ros.core.model.target import Target
 
 __all__ = ["COM_SCALE", "INERTIA_NAMES", "Precision", "estimate_precision", "payload_jacobian"]
