@@ -114,8 +114,7 @@ def test_one_corrupt_torque_is_reported_and_dropped_on_request(recording):
 
 
 def _online(recording, **options):
-    from sysid_ros.core.online.replay import online_result
-    from sysid_ros.core.online.replay import replay
+    from sysid_ros.core.online.replay import online_result, replay
     from sysid_ros.core.online.session import OnlineOptions
 
     target = payload_target(RobotModel.from_mjcf(UR5E), "wrist_3_link")
