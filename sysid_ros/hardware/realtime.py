@@ -141,26 +141,39 @@ def request_realtime(priority: int, *, lock_memory: bool = True) -> RealtimeGran
     return RealtimeGrant(priority, granted, locked, _policy_text(), "; ".join(refused))
 
 
-def raise_process_threads(priority: int, *, python_threads: bool = True) -> tuple[list[int], str]:
-    """Every thread of this process that runs with normal scheduling now gets ``SCHED_FIFO``
-    ``priority`` (threads already real-time keep theirs; threads created later inherit their
-    creator's). For a process whose deadline thread shares locks with the others: the GIL, which
-    any Python thread holds while it runs, and the middleware's locks (rclpy's ``publish`` holds
-    the GIL while DDS takes a writer lock that DDS's own threads also take) — a normal thread
-    preempted by a CPU hog while holding one stalls the deadline thread for the hog's time slice
-    (seen: 20–50 ms publishes and 0xD at load 12). At the lowest real-time priority no normal task
-    preempts them, and the deadline thread (higher) still preempts them all.
-    Returns ``(thread ids raised, why not)``; never raises (:func:`restore_threads` undoes it)."""
+def raise_process_threads(priority: int, *, python_threads: bool = True,
+                          prefixes: tuple[str, ...] = ("dds.",),
+                          exclude: frozenset[int] = frozenset()) -> tuple[list[int], str]:
+    """The threads of this process that share locks with a deadline thread get ``SCHED_FIFO``
+    ``priority`` if they run with normal scheduling: the Python threads (the GIL, which any Python
+    thread holds while it runs) and the middleware's threads, by name prefix (Fast DDS names its
+    ``dds.*``: rclpy's ``publish`` holds the GIL while DDS takes a writer lock that DDS's own
+    threads also take). A normal thread preempted by a CPU hog while holding one stalls the
+    deadline thread for the hog's time slice (seen: 20–50 ms publishes and 0xD at load 12). At the
+    lowest real-time priority no normal task preempts them, and the deadline thread (higher)
+    still preempts them all. Other native threads (BLAS workers, which spin) are left alone, and so
+    are the ids in ``exclude``: a CPU-bound real-time thread would run into the kernel's real-time
+    throttling, which stops every real-time thread of the CPU for the rest of the second.
+    Threads created later inherit their creator's policy. Returns ``(thread ids raised, why
+    not)``; never raises (:func:`restore_threads` undoes it)."""
     raised: list[int] = []
     refused = ""
     try:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
     except OSError as exc:
         return [], f"cannot list this process's threads: {exc}"
-    skip = set() if python_threads else {t.native_id for t in threading.enumerate()}
+    python = {t.native_id for t in threading.enumerate()} if python_threads else set()
     for tid in tids:
-        if tid in skip:
+        if tid in exclude:
             continue
+        if tid not in python:
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            if not name.startswith(prefixes):
+                continue
         try:
             if os.sched_getscheduler(tid) != os.SCHED_OTHER:
                 continue

@@ -87,10 +87,12 @@ class Rig:
         self.monitor_bus = can.Bus(interface="virtual", channel=self.emulated.channel)
         self.monitor = Monitor()
         self.notifier = can.Notifier(self.monitor_bus, [self.monitor], timeout=0.05)
-        # as the bridge node does for its process: this process's other threads (the monitor's
-        # notifier, the test's own) at SCHED_FIFO 1 while the rig is open, so that none is
-        # preempted by a CPU hog while holding the GIL the real-time loop needs (restored at close)
-        self._raised, _ = raise_process_threads(1)
+        # as the bridge node does for its process: the monitor's notifier (it takes the GIL for
+        # every frame) and any DDS threads at SCHED_FIFO 1 while the rig is open, so that none is
+        # preempted by a CPU hog while holding the GIL the real-time loop needs (restored at
+        # close). Not the test's own thread: a CPU-bound real-time thread (hypothesis) runs into
+        # the kernel's real-time throttling, which stops the loop too
+        self._raised, _ = raise_process_threads(1, exclude=frozenset({threading.main_thread().native_id}))
         self.samples: list = []
         self.trips: list = []
         self.done = threading.Event()
