@@ -50,7 +50,7 @@ class TestBatchSolverServes(unittest.TestCase):
         try:
             node = rclpy.create_node("launch_test_client")
             client = node.create_client(BatchSolve, "/batch_solve")
-            self.assertTrue(client.wait_for_service(timeout_sec=30.0))
+            self.assertTrue(client.wait_for_service(timeout_sec=300.0))  # start-up at load 30: 25-45 s
             future = client.call_async(BatchSolve.Request(bag_path="no_such_bag", method="ols"))
             rclpy.spin_until_future_complete(node, future, timeout_sec=30.0)
             self.assertFalse(future.result().success)
