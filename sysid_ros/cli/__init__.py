@@ -30,7 +30,8 @@ what they share.
     sysid validate [--model MODEL.xml] [--result DIR/result.json [--truth TRUE.xml|truth.json]]
                    [--payload SPEC] [--method M] [--quick] [--only CHECK,..] [--out DIR]
 
-Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage.
+Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage, 3 identify: an estimate it
+cannot stand behind (solver, consistency, or bounds and prior costing > 5 % torque: --accept-cost).
 """
 
 from sysid_ros import headless  # noqa: F401  (before MuJoCo's first import: no OpenGL probe)

@@ -137,7 +137,7 @@ def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict
         print(summary(result, evaluation))
         for p in paths:
             print(f"wrote {p}")
-    return _trust(result)
+    return _trust(result, accept_cost=args.accept_cost)
 
 
 def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
@@ -151,10 +151,17 @@ def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
     return values[0], values[1]
 
 
-def _trust(result) -> int:
+def _trust(result, *, accept_cost: bool = False) -> int:
     """0 if the estimate can be used; 3 (and why, on stderr) if the solver did not reach an
-    optimal, converged solution or the exported parameters are not physically consistent (the
-    files are written all the same, saying so)."""
+    optimal, converged solution, the exported parameters are not physically consistent, or
+    (unless ``accept_cost``) bounds or the prior cost more torque than the limit
+    (:func:`~sysid_ros.core.batch.cost.cost_exceeded`); the files are written all the same."""
+    from sysid_ros.core.batch.cost import COST_EXIT_CODE, cost_exceeded
+
+    too_costly = cost_exceeded(result.diagnostics.extra)
+    if too_costly and not accept_cost:
+        print(f"sysid identify: WARNING: {too_costly}", file=sys.stderr)
+        return COST_EXIT_CODE
     problems = []
     if not result.solver.optimal:
         problems.append(f"solver {result.solver.solver} ended with status {result.solver.status}"
@@ -287,6 +294,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--com-radius", type=float, default=Plausibility.com_radius, metavar="R",
                    help="arm: keep every body's centre of mass within R [m] (per axis, body frame) "
                    "of the model's (0 = off, the default)")
+    p.add_argument("--accept-cost", action="store_true",
+                   help="exit 0 even when the exported model fits the data more than 5 %% worse than "
+                   "the method's fit without bounds or prior (default: a warning and exit code 3)")
     p.add_argument("--resample", choices=("auto", "off"), default="auto",
                    help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
                    "on a uniform grid by spline interpolation (auto), or used as recorded (off)")

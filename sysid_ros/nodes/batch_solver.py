@@ -39,6 +39,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sysid_ros.action import BatchSolve as BatchSolveAction
+from sysid_ros.core.batch.cost import cost_exceeded
 from sysid_ros.core.batch.identify import (
     COMMAND_METHODS,
     METHODS,
@@ -137,6 +138,8 @@ PARAMETERS = (
                            "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]]} (empty: no payloads)"),
     ("drive_gains", False, "several bags: identify a torque gain per joint (needs two different "
                            "known payloads)"),
+    ("accept_cost", False, "succeed even when the exported model fits the data more than 5 % worse "
+                           "than the method's fit without bounds or prior"),
 )
 
 
@@ -361,6 +364,11 @@ class BatchSolverNode(Node):
         response.success = True
         response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "
                             f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
+        too_costly = cost_exceeded(result.diagnostics.extra)
+        if too_costly and not bool(self._get("accept_cost")):  # files written, the answer says so
+            response.success = False
+            response.message = f"{method}: {too_costly} (files in {out}; parameter accept_cost keeps them)"
+            self.get_logger().warning(response.message)
         self._publisher.publish(response.estimate)
         params = result.parameters
         self._markers.publish(prep.target, params.names, params.values, std=params.std,

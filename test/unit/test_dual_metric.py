@@ -70,9 +70,10 @@ def test_newton_reaches_the_sdp_optimum(model):
 
 
 def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
-    """With plausibility bounds the prior (the nominal model) fills what the noise hides: on
-    noisy data the pull moves the estimate toward it, at a cost in fit bounded by its weight
-    (2·PRIOR_WEIGHT·ρ² against the data term's curvature, least_squares_program's rule); on
+    """With plausibility bounds the prior (the nominal model) regularises, weighted by the data's
+    own noise: on noisy data the pull moves the estimate toward it, at a cost in fit bounded by its
+    weight (DUAL_METRIC_PRIOR·ρ² against the data term's curvature: weak, the data keep what they
+    determine, issue 22; the exported θ takes the undetermined directions from the prior); on
     noise-free data (relative residual ~0) it changes nothing."""
     target = Plausibility().apply(arm_target(model))
     # a nominal model 30 % heavier than the truth (every parameter of every body scaled)
@@ -88,9 +89,9 @@ def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
         fit = {k: data.value(data.matrix @ s.theta) for k, s in (("pulled", pulled), ("free", free))}
         if moved:
             assert data.rho2 > 1e-4, data.rho2
-            assert distance["pulled"] < 0.95 * distance["free"], distance
+            assert distance["pulled"] < distance["free"], distance
             # the pull at the free solution bounds what the data term can lose to it
-            weight = 2.0 * convex.PRIOR_WEIGHT * data.rho2
+            weight = dual_metric.DUAL_METRIC_PRIOR * data.rho2
             assert fit["free"] < fit["pulled"] <= fit["free"] + weight * distance["free"] ** 2, fit
         else:
             assert data.rho2 < 1e-6, data.rho2

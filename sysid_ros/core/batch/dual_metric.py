@@ -15,7 +15,6 @@ import scipy.sparse
 
 from sysid_ros.core.batch.convex import (
     FEASIBILITY_TOLERANCE,
-    PRIOR_WEIGHT,
     TIE_BREAK,
     ConvexProgram,
     ConvexSolution,
@@ -27,6 +26,14 @@ from sysid_ros.core.model.target import Target
 
 log = logging.getLogger(__name__)
 
+
+#: weight of the dual-metric program's pull toward the nominal model, relative to its data term's
+#: relative residual ρ² (:func:`dual_metric_program`): ``DUAL_METRIC_PRIOR·ρ²·Σ(c_i Δθ_i)²`` beside a
+#: data term of curvature ~Σ c_i², so the prior only regularises, weighted by the data's own noise.
+#: It was 2·PRIOR_WEIGHT (200): on real logs (ρ² ~ 0.01–0.1) that outweighed the data and pinned
+#: joint friction to the model file's (Coulomb 0 on 5 of 7 joints, issue 22); the exported θ takes
+#: the directions the data leave free from the prior anyway (core.batch.plausible)
+DUAL_METRIC_PRIOR = 2.0
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
                         m_known: np.ndarray, *, regularizer: str | None = None,
@@ -49,7 +56,8 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
     The prior pull (arms with plausibility bounds, :meth:`ConvexProgram.prior_pull`) is
     least_squares_program's in this objective's units: there ``ρ·PRIOR_WEIGHT·Σ(c_i Δθ_i)²``
     beside the residual norm ‖e‖ (curvature XᵀX/ρ), i.e. ``2·PRIOR_WEIGHT·ρ²·Σ(c_i Δθ_i)²``
-    beside ‖e‖² (curvature 2XᵀX), with ρ² the relative residual energy of the best fit and c_i
+    beside ‖e‖² (curvature 2XᵀX), here with :data:`DUAL_METRIC_PRIOR` in place of 2·PRIOR_WEIGHT,
+    with ρ² the relative residual energy of the best fit and c_i
     the column norms of the data term's quadratic form. Here the quadratic form is the data term
     in the prior's metric, (1/K) Σ ‖L_k⁻¹ (Y_k θ − τ_k)‖² (M_k⁰ = L_k L_kᵀ), so c_i² =
     (1/K) Σ_k ‖L_k⁻¹ Y_k e_i‖² and ρ² = its minimum over its value at θ = 0.
@@ -57,7 +65,7 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
     data = _DualMetricData(target, y, tau, ym, m_known)
     prog = ConvexProgram(target, consistent=True, scale=_standard_scale(target))
     extra = (TIE_BREAK * max(data.data_ls, 1e-16) * prog.tie_break()
-             + 2.0 * PRIOR_WEIGHT * data.rho2 * prog.prior_pull(data.column_norms))
+             + DUAL_METRIC_PRIOR * data.rho2 * prog.prior_pull(data.column_norms))
     if regularizer == "logdet" and weight > 0:
         extra = extra + weight * prog.logdet_divergence()
     elif regularizer == "pullback" and weight > 0:

@@ -42,12 +42,13 @@ from sysid_ros.core.batch.methods import (
     regularised,
     with_constraint_cost,
     with_parameters,
+    with_plausible_export,
 )
 from sysid_ros.core.batch.options import (
     COMMAND_METHODS,
-    DEFAULT_REGULARIZATION,
     METHODS,
     MIN_SDP_SAMPLES,
+    PRIOR_ROWS,
     IdentifyOptions,
     Method,
 )
@@ -67,11 +68,31 @@ from sysid_ros.core.result import IdentificationResult, target_label
 
 #: the engine's names, with those of the modules it is made of (``identify`` is where callers look)
 __all__ = [
-    "COMMAND_METHODS", "DEFAULT_REGULARIZATION", "METHODS", "MIN_SDP_SAMPLES", "PROJECTED",
-    "IdentifyOptions", "Method", "Prepared", "PreparedSegment", "check_method", "check_sigmoid_option",
-    "check_stribeck_velocity", "friction_warnings", "identify", "precision_warnings", "prepare",
-    "run_method", "separability_warnings", "settle_sigmoid", "settle_stribeck", "sigmoid_searched",
-    "stribeck_residual", "stribeck_searched", "with_friction_shape_reports", "with_sigmoid_report",
+    "COMMAND_METHODS",
+    "METHODS",
+    "MIN_SDP_SAMPLES",
+    "PRIOR_ROWS",
+    "PROJECTED",
+    "IdentifyOptions",
+    "Method",
+    "Prepared",
+    "PreparedSegment",
+    "check_method",
+    "check_sigmoid_option",
+    "check_stribeck_velocity",
+    "friction_warnings",
+    "identify",
+    "precision_warnings",
+    "prepare",
+    "run_method",
+    "separability_warnings",
+    "settle_sigmoid",
+    "settle_stribeck",
+    "sigmoid_searched",
+    "stribeck_residual",
+    "stribeck_searched",
+    "with_friction_shape_reports",
+    "with_sigmoid_report",
 ]
 
 log = logging.getLogger(__name__)
@@ -191,6 +212,8 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         fit = {"solver": solution.solver, "status": solution.status, "solve_time_s": solution.solve_time}
         result = replace(result, diagnostics=replace(
             result.diagnostics, extra=result.diagnostics.extra | {"exported_fit": fit}))
+    if prep.target.kind == "arm" and result.parameters is not None:
+        result = with_plausible_export(result, prep)
     result = with_friction_shape_reports(with_constraint_cost(result, prep), prep)
     result = replace(result, joint_names=prep.dataset.joint_names, target=target_label(prep.target))
     bad = result.non_finite()

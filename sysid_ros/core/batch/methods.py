@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sysid_ros.core.batch.cost import COST_LIMIT_PERCENT
 from sysid_ros.core.batch.least_squares import (
     joint_variances,
     ols,
     solve_weighted,
     wls,
 )
-from sysid_ros.core.batch.options import DEFAULT_REGULARIZATION, IdentifyOptions
+from sysid_ros.core.batch.options import MIN_PRIOR_WEIGHT, PRIOR_ROWS, IdentifyOptions
 from sysid_ros.core.batch.prepared import Prepared
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
@@ -90,7 +91,9 @@ def energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResul
     w = np.einsum("kj,kjp->kp", dq, prep.x)
     rhs = np.einsum("kj,kj->k", dq, prep.y)
     sol = least_squares_program(prep.target, w, rhs)
-    return standard_result("energy", prep, sol.theta, sol.solve_time, solver_status(sol), multipliers(sol))
+    reference = np.linalg.lstsq(prep.target.base.columns(w), rhs, rcond=None)[0]
+    return standard_result("energy", prep, sol.theta, sol.solve_time, solver_status(sol),
+                           multipliers(sol) | {REFERENCE: ("energy", reference)})
 
 
 def _weighted_rows(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,9 +112,14 @@ def regularised(kind: str) -> Callable:
         from sysid_ros.core.batch.convex import least_squares_program
 
         w, rhs, sigma = _weighted_rows(prep)
-        weight = options.regularization if options.regularization > 0 else DEFAULT_REGULARIZATION
+        # the default weighs the prior like PRIOR_ROWS rows of the data's own noise (the rows are
+        # weighted by 1/σ_j, the program divides its data term by ‖rhs‖²)
+        weight = (options.regularization if options.regularization > 0
+                  else max(PRIOR_ROWS / max(float(rhs @ rhs), 1e-300), MIN_PRIOR_WEIGHT))
         sol = least_squares_program(prep.target, w, rhs, regularizer=kind, weight=weight)
-        extra = multipliers(sol) | {"regularization": weight, "joint_sigma": sigma.tolist()}
+        wb = prep.target.base.columns(w)
+        extra = multipliers(sol) | {"regularization": weight, "joint_sigma": sigma.tolist(),
+                                    REFERENCE: ("wls", np.linalg.lstsq(wb, rhs, rcond=None)[0])}
         return standard_result(f"wls_{kind}", prep, sol.theta, sol.solve_time, solver_status(sol), extra)
 
     return run
@@ -119,20 +127,56 @@ def regularised(kind: str) -> Callable:
 
 def dual_metric(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResult:
     from sysid_ros.core.batch.dual_metric import dual_metric_program
+    from sysid_ros.core.batch.dual_metric_samples import marginalised, spread
 
-    # samples where a Coulomb row is unreliable are left out; up to max_samples, evenly spread
-    usable = np.flatnonzero(prep.mask.all(axis=1))
-    pick = np.linspace(0, len(usable) - 1, min(len(usable), options.max_samples)).round().astype(int)
-    sel = usable[np.unique(pick)] if usable.size else usable
+    # up to max_samples, evenly spread; a joint whose Coulomb row is unreliable at a sample is
+    # marginalised out of that sample's term, not the sample dropped
+    pick = spread(len(prep.t), options.max_samples)
+    ym, m_known = prep.target.mass_matrix(prep.q[pick])
+    x, y, ym, m_known, keep = marginalised(prep.x[pick], prep.y[pick], ym, m_known, prep.mask[pick],
+                                           prep.target.prior)
+    sel = pick[keep]
     if sel.size < prep.target.base.rank // max(1, prep.y.shape[1]) + 1:
         raise IdentificationError(f"only {sel.size} usable samples for the dual-metric SDP")
     say(f"dual-metric SDP on {sel.size} samples ({sel.size} LMIs of size {prep.y.shape[1] + 1})")
-    ym, m_known = prep.target.mass_matrix(prep.q[sel])
     weight = options.regularization if options.regularization > 0 else 0.0
-    sol = dual_metric_program(prep.target, prep.x[sel], prep.y[sel], ym, m_known,
+    sol = dual_metric_program(prep.target, x, y, ym, m_known,
                               regularizer="pullback" if weight > 0 else None, weight=weight)
-    extra = multipliers(sol) | {"samples": int(sel.size), "newton_steps": sol.iterations}
+    extra = multipliers(sol) | {"samples": int(sel.size), "newton_steps": sol.iterations,
+                                REFERENCE: ("least squares weighted by M(θ)⁻¹ at the estimate",
+                                            _metric_weighted_beta(prep, x, y, ym, m_known, sol.theta))}
     return standard_result("dual_metric", prep, sol.theta, sol.solve_time, solver_status(sol), extra)
+
+
+def _metric_weighted_beta(prep: Prepared, x: np.ndarray, y: np.ndarray, ym: np.ndarray,
+                          m_known: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Base parameters of the unconstrained least squares weighted by the dual metric at
+    ``theta``, Σ_k ‖L_k⁻¹(Y_k β − τ_k)‖² with M_k(θ) = L_k L_kᵀ: the dual metric's fit without
+    bounds or prior (the reference of its plausibility cost)."""
+    base = prep.target.base
+    chol = np.linalg.cholesky(m_known + ym @ theta)
+    rows = np.linalg.solve(chol, base.columns(x)).reshape(-1, base.rank)
+    rhs = np.linalg.solve(chol, y[..., None])[..., 0].reshape(-1)
+    return np.linalg.lstsq(rows, rhs, rcond=None)[0]
+
+
+#: ``diagnostics.extra`` key (removed before the result is returned) of a method's own fit without
+#: bounds or prior, ``(name, β)``: the reference of the plausibility cost
+REFERENCE = "_reference_fit"
+
+
+def with_plausible_export(result: IdentificationResult, prep: Prepared) -> IdentificationResult:
+    """``result`` exporting the θ nearest the model file that fits the data as well as its
+    estimate within its noise (:func:`~sysid_ros.core.batch.plausible.export_plausible`);
+    ``diagnostics.extra["exported_model"]`` says per body what came from the data."""
+    from sysid_ros.core.batch.plausible import MOVED, export_plausible
+
+    w, rhs, _ = prep.rows()
+    export = export_plausible(prep.target, w, rhs, result.beta, result.parameters.values)
+    source = f"{result.parameters_from or result.method}, {MOVED}"
+    result = with_parameters(result, prep.target, export.theta, source)
+    extra = result.diagnostics.extra | {"exported_model": export.as_dict()}
+    return replace(result, diagnostics=replace(result.diagnostics, extra=extra))
 
 
 def solver_status(sol: ConvexSolution, *, iterations: int | None = None, converged: bool = True
@@ -178,18 +222,33 @@ def plausible_fit(prep: Prepared) -> ConvexSolution:
 def with_constraint_cost(result: IdentificationResult, prep: Prepared) -> IdentificationResult:
     """``result`` with ``diagnostics.extra["plausibility"]``: the bounds that shaped the exported
     parameters and the torque they cost, the RMS residual [N·m] on the regression rows of the
-    unconstrained least-squares fit, of the base parameters β and of the exported θ (Bθ)."""
+    unconstrained least-squares fit, of the method's own fit without bounds or prior (the
+    reference: its weighting, unconstrained), of the base parameters β and of the exported θ (Bθ);
+    ``cost_percent`` is the exported θ's RMS over the reference's, ``excess_percent`` the same
+    beyond the estimate's noise (the figure :mod:`~sysid_ros.core.batch.cost`'s limit applies to)."""
     target = prep.target
     w, rhs, _ = prep.rows()
     beta_ls = np.linalg.lstsq(w, rhs, rcond=None)[0]
+    extra = dict(result.diagnostics.extra)
+    if REFERENCE in extra:
+        reference, beta_ref = extra.pop(REFERENCE)
+    elif result.method in ("ols", "wls", "iv"):  # base parameters without bounds or prior
+        reference, beta_ref = result.method, result.beta
+    else:
+        reference, beta_ref = "least squares", beta_ls
     rms = {name: float(np.sqrt(np.mean((rhs - w @ b) ** 2))) if rhs.size else float("nan")
-           for name, b in (("unconstrained", beta_ls), ("base_parameters", result.beta),
+           for name, b in (("unconstrained", beta_ls), ("reference", beta_ref),
+                           ("base_parameters", result.beta),
                            ("exported", target.base.of(result.parameters.values)))}
     doc = {"bounds": target.plausibility.as_dict() if target.plausibility else None,
            "binding": list(result.solver.binding_constraints),
-           "torque_rms": rms,
-           "cost_percent": 100.0 * (rms["exported"] / max(rms["unconstrained"], 1e-300) - 1.0)}
-    extra = result.diagnostics.extra | {"plausibility": doc}
+           "torque_rms": rms, "reference": reference,
+           "cost_percent": 100.0 * (rms["exported"] / max(rms["reference"], 1e-300) - 1.0),
+           "limit_percent": COST_LIMIT_PERCENT}
+    allowance = (extra.get("exported_model") or {}).get("noise_allowance", 0.0)
+    allowed = float(np.sqrt(rms["reference"] ** 2 + allowance / max(rhs.size, 1)))
+    doc["excess_percent"] = 100.0 * (rms["exported"] / max(allowed, 1e-300) - 1.0)
+    extra |= {"plausibility": doc}
     return replace(result, diagnostics=replace(result.diagnostics, extra=extra))
 
 

@@ -93,7 +93,9 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
     validation = evaluation.validation.errors if evaluation and evaluation.validation else None
     truth = evaluation.truth if evaluation else None
     joints = result.joint_names or tuple(f"dof{i}" for i in range(len(d.fit.rmse)))
-    lines = [f"method {result.method}: {result.base.rank} base parameters, rank {d.rank}, "
+    export = d.extra.get("exported_model")
+    lines = export_summary(result.method, export, d.extra)[:1]
+    lines += [f"method {result.method}: {result.base.rank} base parameters, rank {d.rank}, "
              f"condition {d.condition_number:.3g}, {d.n_samples} samples / {d.n_rows} rows, "
              f"solve {d.solve_time:.2f} s",
              f"relative error {d.relative_error:.3f} % on the {d.n_rows} regression rows"]
@@ -126,9 +128,12 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
         cost = d.extra.get("plausibility")
         if cost and cost.get("torque_rms"):
             rms = cost["torque_rms"]
-            lines.append(f"plausibility bounds cost {cost['cost_percent']:+.2f} % torque RMS "
-                         f"({rms['exported']:.4g} N·m exported vs {rms['unconstrained']:.4g} "
-                         "unconstrained least squares, regression rows)")
+            reference = rms.get("reference", rms["unconstrained"])
+            lines.append(f"bounds, prior and export cost {cost['cost_percent']:+.2f} % torque RMS "
+                         f"({rms['exported']:.4g} N·m exported vs {reference:.4g} of "
+                         f"{cost.get('reference', 'least squares')} without bounds or prior, regression "
+                         "rows)")
+        lines += export_summary(result.method, export, d.extra)[1:]
     if result.solver.iterations is not None:
         lines.append(f"iterations {result.solver.iterations}, converged {result.solver.converged}, "
                      f"IV gradient {d.extra.get('iv_gradient', float('nan')):.2e}")
@@ -151,6 +156,44 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
         lines.append(f"vs truth: median base-parameter error {truth.base.median_relative:.3g} %, "
                      f"largest {truth.base.max_relative:.3g} %")
     return "\n".join(lines)
+
+
+def export_summary(method: str, export: dict | None, extra: dict) -> list[str]:
+    """The exported model's lines of the summary: first what the export is and what it costs (the
+    line a user reads first), then per body what came from the data and what from the model file,
+    the bodies the data push out of plausible ranges, and the cost warning (:func:`cost_exceeded`)."""
+    from sysid_ros.core.batch.cost import cost_exceeded
+
+    if not export:
+        return []
+    rms = export["torque_rms"]
+    change = 100.0 * (rms["exported"] / max(rms["estimate"], 1e-300) - 1.0)
+    lines = [f"exported model: {method}'s estimate, moved within its noise to the parameters nearest "
+             f"the model file (log-det divergence): torque RMS {rms['exported']:.4g} N·m vs "
+             f"{rms['estimate']:.4g} N·m of the estimate ({change:+.2f} %)"]
+    lines.append(f"{'body':<22} {'mass [kg]':>10} {'x model':>8} {'min moment':>11} "
+                 f"{'from data':>10} {'mass from data':>15}")
+    for name, b in export["bodies"].items():
+        lines.append(f"{name:<22} {b['mass']:10.4g} {b['mass_ratio']:8.3g} "
+                     f"{b['min_principal_moment_ratio']:11.3g} {b['data_directions']:7.1f}/10 "
+                     f"{100 * b['mass_from_data']:14.0f}%")
+    lines.append("(x model: mass over the model file's; min moment: smallest principal moment about the "
+                 "CoM over the model file's; from data: of each body's 10 directions, how many the data "
+                 "determine, the rest from the model file)")
+    for name, b in export["bodies"].items():
+        if b["plausible"]:
+            continue
+        cost = b.get("plausibility_cost_nm")
+        lines.append(f"WARNING: {name}: mass {b['mass_ratio']:.3g} x and smallest principal moment "
+                     f"{b['min_principal_moment_ratio']:.3g} x the model file's: the data demand it "
+                     f"(keeping it plausible costs "
+                     + ("an unknown amount" if cost is None else
+                        f"+{cost:.4g} N·m torque RMS, {100 * cost / max(rms['exported'], 1e-300):+.2f} %")
+                     + ")")
+    message = cost_exceeded(extra)
+    if message:
+        lines.append(f"WARNING: {message}")
+    return lines
 
 
 def _precision_lines(result: IdentificationResult, *, full_table: int = 12) -> list[str]:

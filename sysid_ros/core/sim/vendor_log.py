@@ -171,6 +171,7 @@ def _stamps(t: np.ndarray, style: VendorStyle, rng: np.random.Generator) -> tupl
         # at most 40 % of the shortest period either way: the stamps stay in order
         bound = 0.4 * float(np.min(np.diff(t))) if len(t) > 1 else 0.0
         stamps = stamps + np.clip(rng.normal(0.0, style.stamp_jitter, len(stamps)), -bound, bound)
+        stamps[0] = max(stamps[0], t[kept[0]])  # a recording starts at its first instant, not before
     return kept, stamps
 
 
