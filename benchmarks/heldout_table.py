@@ -48,8 +48,10 @@ def table(robot: str, duration: float) -> str:
     truth = model.from_dict({k: v for k, v in log.truth["parameters"].items() if k in set(model.param_names)})
     target = batch_target(model)
     prep = prepare(log, target, IdentifyOptions().preprocessing)
-    rows = [f"{robot}: {duration:g} s at 1 kHz identified, 5 s held out; true model {heldout_torque(target, held, truth).errors.rms:.4f} N·m, "
-            f"model file {heldout_torque(target, held, model.nominal).errors.rms:.4f} N·m",
+    true_rms = heldout_torque(target, held, truth).errors.rms
+    nominal_rms = heldout_torque(target, held, model.nominal).errors.rms
+    rows = [f"{robot}: {duration:g} s at 1 kHz identified, 5 s held out; true model {true_rms:.4f} N·m, "
+            f"model file {nominal_rms:.4f} N·m",
             f"{'method':<12} {'held-out RMSE [N·m]':>20} {'worst mass ratio':>17} {'worst moment ratio':>19} "
             f"{'cost [%]':>9} {'time [s]':>9}"]
     for method in METHODS:
