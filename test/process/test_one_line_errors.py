@@ -100,3 +100,16 @@ def test_sigint_to_identify_is_exit_130_and_one_line(tmp_path, bag):
     lines = [line for line in rest.splitlines() if not line.startswith("[sysid identify] ")]
     assert lines == ["sysid identify: interrupted (nothing written)"], rest
     assert not _files(out)
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
+def test_written_files_honour_the_umask(tmp_path, bag, umask, mode):
+    out = tmp_path / "result"
+    for argv in (["identify", str(bag), "--model", str(UR5E), "--out", str(out), "--no-plots"],
+                 ["trajectory", str(UR5E), "--duration", "2", "--export", str(tmp_path / "x.csv")]):
+        proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", *argv], capture_output=True, text=True,
+                              timeout=600, preexec_fn=lambda: os.umask(umask))
+        assert proc.returncode in (0, 3), proc.stderr
+    files = [*out.iterdir(), tmp_path / "x.csv"]
+    assert {p.name for p in files} >= {"result.json", "identified.xml", "identified.urdf", "x.csv"}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {p.name: oct(mode) for p in files}
