@@ -70,7 +70,7 @@ def main() -> None:
     tripped = ""
     try:
         start = time.monotonic()
-        deadline = start + 60.0  # start-up: active within a minute
+        deadline = start + 180.0  # start-up on a loaded host (imports) within 3 minutes
         while holder[0].get("phase") != "active":
             if time.monotonic() > deadline or bridge.poll() is not None:
                 raise SystemExit(f"the bridge did not become active: {''.join(lines[-20:])}")
