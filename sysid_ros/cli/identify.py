@@ -44,9 +44,6 @@ def _identify_blas(args: argparse.Namespace) -> int:
     check_folder(args.out, "--out")
     model = RobotModel.from_mjcf(args.model, joint_terms=(), base=args.base)
     model = model.with_joint_terms(default_joint_terms(model.mj, args.friction, args.armature))
-    excluded = excluded_line(model.mj, model.joint_terms)
-    if excluded and not args.payload_only:
-        print(f"[sysid identify] {excluded}", file=sys.stderr)
     target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
         args.mass_factor, args.extent_factor, args.com_radius),
         joint_prior=joint_prior_spec(args.friction_prior))
@@ -60,6 +57,9 @@ def _identify_blas(args: argparse.Namespace) -> int:
                               stribeck_velocity=args.stribeck_velocity,
                               sigmoid_shape=_sigmoid_shape(args.sigmoid_shape),
                               drop_outliers=args.drop_outliers)
+    excluded = excluded_line(model.mj, model.joint_terms)  # once the options are checked
+    if excluded and not args.payload_only:
+        print(f"[sysid identify] {excluded}", file=sys.stderr)
     if len(args.data) > 1 or args.payloads or args.drive_gains:
         return _identify_runs(args, model, target, settings, options)
     ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
@@ -84,7 +84,8 @@ def _identify_blas(args: argparse.Namespace) -> int:
                                     joint_names=model.dof_joint_names, commands=False,
                                     **csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False, search_sigmoid=False)
+                           search_stribeck=False, search_sigmoid=False, held_out=True,
+                           grid_period=_grid_period(prep))
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
                                inputs=_inputs(args))
@@ -120,7 +121,8 @@ def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings
                                     command_topic=args.command_topic, joint_names=model.dof_joint_names,
                                     **csv_layout(args)).for_model(model), args)
         val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False, search_sigmoid=False)
+                           search_stribeck=False, search_sigmoid=False, held_out=True,
+                           grid_period=_grid_period(prep))
         val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
     evaluation = evaluate(result, prep, validation=val_prep)
     paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
@@ -174,6 +176,12 @@ def _trust(result, *, accept_cost: bool = False) -> int:
     print(f"sysid identify: the {result.method} estimate is not trustworthy: {'; '.join(problems)}",
           file=sys.stderr)
     return 3
+
+
+def _grid_period(prep) -> float | None:
+    """The identification part's grid [s], for the validation part."""
+    timebase = getattr(prep, "timebase", None)
+    return None if timebase is None else float(timebase.period)
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
@@ -247,7 +255,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sigmoid-shape", metavar="PHI2,PHI3",
                    help="steepness φ2 [s/rad] and offset φ3 [rad/s] of every joint's sigmoid friction "
                    "(default: per joint, those that minimise the least-squares residual, searched "
-                   "in φ2 0.5..500 s/rad, φ2·φ3 −3..3)")
+                   "in φ2 1..1000 s/rad, φ2·φ3 −3..3; a bound reached is reported)")
     p.add_argument("--armature", action=argparse.BooleanOptionalAction, default=None,
                    help="identify rotor inertia per joint (default: when the model's joints declare "
                    "armature); --no-armature: not identified")

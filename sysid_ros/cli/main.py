@@ -23,6 +23,7 @@ from sysid_ros.cli import (
 )
 from sysid_ros.cli.common import HelpFormatter, Parser
 from sysid_ros.core.errors import InterruptError, SysIdError
+from sysid_ros.core.progress import not_shown
 
 #: the subcommands in the order ``sysid --help`` lists them; each module's ``add_parser`` owns its parser
 SUBCOMMANDS = (inspect_model, demo, pipeline, trajectory, simulate, identify, monitor, validate, report,
@@ -55,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # warnings the progress lines printed: once
+        handler.addFilter(not_shown)
     try:
         return int(args.func(args))
     except InterruptError as exc:

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
@@ -279,7 +280,7 @@ def near_boundary(target: Target, theta: np.ndarray, *, rel: float, margin: floa
     and the program's margin: whether θ is strictly inside the feasible set with room to spare."""
     out = []
     for label, sl in target.body_blocks:
-        lam = np.linalg.eigvalsh(pseudo_inertia(theta[sl]))
+        lam = rla.eigvalsh(pseudo_inertia(theta[sl]))
         if lam[0] - margin <= rel * lam[-1]:
             out.append(f"{label}.J")
     top = max(float(np.max(np.abs(theta))), 1e-300)
@@ -307,7 +308,7 @@ def tie_break_basis(target: Target, scale: np.ndarray, rows: np.ndarray | None =
     """``N (p, k)``: orthonormal basis of the null space of ``rows·diag(scale)`` (``rows (m, p)``,
     default the base-parameter map), the directions :meth:`ConvexProgram.tie_break` pulls."""
     matrix = target.base.matrix if rows is None else np.asarray(rows, dtype=float)
-    return scipy.linalg.null_space(matrix * scale, rcond=RANK_TOLERANCE)
+    return rla.null_space(matrix * scale, rcond=RANK_TOLERANCE)
 
 
 def prior_pull_weights(target: Target, scale: np.ndarray, column_norms: np.ndarray) -> np.ndarray | None:
@@ -354,7 +355,7 @@ def _solvers() -> list[str]:
 
 
 def _inv_sqrt(a: np.ndarray) -> np.ndarray:
-    lam, vec = np.linalg.eigh(a)
+    lam, vec = rla.eigh(a)
     return vec @ np.diag(1.0 / np.sqrt(lam)) @ vec.T
 
 
@@ -395,7 +396,7 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
     scale = column_scale(r)
     if regularizer is None or weight <= 0:
         # the residual norm (not its square) keeps solver tolerances meaningful for tiny residuals
-        x_ls = np.linalg.lstsq(r, c, rcond=None)[0]
+        x_ls = rla.lstsq(r, c)
         rho = max(float(np.linalg.norm(r @ x_ls - c)), 1e-12)
         if closed_form:
             solution = interior_optimum(target, r, c, scale, rho, consistent=consistent)

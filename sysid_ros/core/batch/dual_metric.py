@@ -13,6 +13,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import (
     FEASIBILITY_TOLERANCE,
     TIE_BREAK,
@@ -112,7 +113,7 @@ class _DualMetricData:
         self.m_known = m_known / self.mu
         m_prior = m_prior / self.mu
         # size of the data term at the unconstrained least-squares β, metric of the prior
-        beta_ls = np.linalg.lstsq(self.yb.reshape(-1, base.rank), self.tau.reshape(-1), rcond=None)[0]
+        beta_ls = rla.lstsq(self.yb.reshape(-1, base.rank), self.tau.reshape(-1))
         r_ls = self.yb @ beta_ls - self.tau
         self.data_ls = float(np.mean(np.einsum("ki,ki->k", r_ls,
                                                np.linalg.solve(m_prior, r_ls[..., None])[..., 0])))
@@ -126,7 +127,7 @@ class _DualMetricData:
             rows = np.linalg.solve(chol, y / self.sigma).reshape(-1, y.shape[-1]) / np.sqrt(self.k)
             rhs = np.linalg.solve(chol, self.tau[..., None])[..., 0].reshape(-1) / np.sqrt(self.k)
             rows_b = np.linalg.solve(chol, self.yb).reshape(-1, base.rank) / np.sqrt(self.k)
-            fit = rhs - rows_b @ np.linalg.lstsq(rows_b, rhs, rcond=None)[0]
+            fit = rhs - rows_b @ rla.lstsq(rows_b, rhs)
             self.column_norms = np.linalg.norm(rows, axis=0)
             self.rho2 = float(fit @ fit) / max(float(rhs @ rhs), 1e-300)
 
@@ -156,7 +157,7 @@ class _DualMetricData:
         grad = u.reshape(-1) @ (2.0 * self.yb - dm_u).reshape(-1, rank) / self.k
         p = np.linalg.solve(chol, self.yb - dm_u).reshape(-1, rank)  # L_k⁻¹ G_k, stacked
         half_hessian = p.T @ p / self.k
-        lam, vec = np.linalg.eigh(half_hessian)
+        lam, vec = rla.eigh(half_hessian)
         return value, grad, np.sqrt(np.maximum(lam, 0.0))[:, None] * vec.T
 
 

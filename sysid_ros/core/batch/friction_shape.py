@@ -10,11 +10,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.prepared import Prepared
 from sysid_ros.core.data.preprocessing import parallel_decimate
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.regressor import sigmoid_column, stribeck_column
 from sysid_ros.core.model.target import Target
+from sysid_ros.core.progress import warn
 from sysid_ros.core.result import IdentificationResult
 
 log = logging.getLogger(__name__)
@@ -91,7 +93,7 @@ def with_stribeck_velocity(prep: Prepared, velocity: float) -> Prepared:
 def stribeck_residual(prep: Prepared) -> float:
     """RMS [N·m] of the unconstrained least-squares fit of the base parameters on ``prep``'s rows."""
     w, rhs, _ = prep.rows()
-    beta = np.linalg.lstsq(w, rhs, rcond=None)[0]
+    beta = rla.lstsq(w, rhs)
     return float(np.sqrt(np.mean((rhs - w @ beta) ** 2)))
 
 
@@ -117,8 +119,12 @@ def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = 
     best_log, _, values, at_edge = grid_golden(cost, np.log(grid), STRIBECK_REFINE)
     best_v = float(np.exp(best_log))
     rms, best = cache[best_v]
+    end = "upper" if best_v > np.sqrt(STRIBECK_SEARCH[0] * STRIBECK_SEARCH[1]) else "lower"
+    bound = (f"q̇s = {best_v:.4g} rad/s at the {end} end of {STRIBECK_SEARCH[0]:g}..{STRIBECK_SEARCH[1]:g} "
+             "rad/s") if at_edge else None
     doc = {"velocity": best_v, "residual_rms": rms, "searched": list(STRIBECK_SEARCH),
-           "grid": [[float(v), r] for v, r in zip(grid, values, strict=True)], "at_search_edge": at_edge}
+           "grid": [[float(v), r] for v, r in zip(grid, values, strict=True)], "at_search_edge": at_edge,
+           "bound": bound}
     line = (f"Stribeck velocity {best_v:.4g} rad/s (least-squares residual {rms:.4g} N·m; searched "
             f"{STRIBECK_SEARCH[0]:g}..{STRIBECK_SEARCH[1]:g} rad/s)")
     log.info("%s", line)
@@ -128,21 +134,22 @@ def settle_stribeck(prep: Prepared, *, progress: Callable[[str], None] | None = 
         warn = (f"the Stribeck velocity search ended at the edge of its interval ({best_v:.4g} rad/s): "
                 "the data may not show a Stribeck effect (identify without 'stribeck', or give "
                 "--stribeck-velocity)")
-        log.warning("%s", warn)
-        if progress is not None:
-            progress(f"warning: {warn}")
+        warn(log, progress, warn)
     return replace(best, stribeck=doc)
 
 
 # ------------------------------------------------------------------------- sigmoid shape
 #: [s/rad] interval the sigmoid steepness φ2 is searched in (log-spaced grid, then golden section):
-#: transitions from 2 rad/s down to 2 mrad/s wide
-SIGMOID_STEEPNESS_SEARCH = (0.5, 500.0)
+#: transitions from 1 rad/s down to 1 mrad/s wide; published arms lie well inside (Gaz et al.,
+#: RA-L 2019: 5–17 s/rad on the Panda). A joint whose best φ2 is an end of it is reported
+#: (``bound`` in result.json, a warning and a summary line): its friction is steeper (Coulomb-like)
+#: or smoother than the interval holds
+SIGMOID_STEEPNESS_SEARCH = (1.0, 1000.0)
 #: interval of the asymmetry u = φ2·φ3 searched for each φ2 (linear grid, then golden section):
 #: the share σ(u) of the friction swing at negative velocities, 0.05..0.95
 SIGMOID_ASYMMETRY_SEARCH = (-3.0, 3.0)
 #: grid points and golden-section steps of the steepness search and of the asymmetry search
-SIGMOID_STEEPNESS_GRID, SIGMOID_STEEPNESS_REFINE = 16, 12
+SIGMOID_STEEPNESS_GRID, SIGMOID_STEEPNESS_REFINE = 19, 12
 SIGMOID_ASYMMETRY_GRID, SIGMOID_ASYMMETRY_REFINE = 13, 10
 #: passes over the joints (each joint's shape searched with the others' at their latest values)
 SIGMOID_SWEEPS = 1
@@ -214,7 +221,16 @@ def _search_sigmoid_joint(prep: Prepared, rows: RowsOf, dof: int, column: int
         SIGMOID_STEEPNESS_REFINE)
     u, rms, asym_edge = inner[best_log]
     steepness = float(np.exp(best_log))
-    return steepness, u / steepness, rms, bool(steep_edge or asym_edge)
+    bounds = []
+    if steep_edge:
+        lo, hi = SIGMOID_STEEPNESS_SEARCH
+        end = "upper" if steepness > np.sqrt(lo * hi) else "lower"
+        bounds.append(f"phi2 = {steepness:.4g} s/rad at the {end} end of {lo:g}..{hi:g} s/rad")
+    if asym_edge:
+        lo, hi = SIGMOID_ASYMMETRY_SEARCH
+        end = "upper" if u > 0.5 * (lo + hi) else "lower"
+        bounds.append(f"phi2*phi3 = {u:.3g} at the {end} end of {lo:g}..{hi:g}")
+    return steepness, u / steepness, rms, "; ".join(bounds) or None
 
 
 def settle_sigmoid(prep: Prepared, *, progress: Callable[[str], None] | None = None,
@@ -258,28 +274,24 @@ def settle_sigmoid(prep: Prepared, *, progress: Callable[[str], None] | None = N
             col = int(model.term_columns[k]) + term
             if col not in base_col:  # regrouped into another base parameter: nothing to search
                 continue
-            steepness, offset, rms, at_edge = _search_sigmoid_joint(
+            steepness, offset, rms, bound = _search_sigmoid_joint(
                 replace(prep, x=x), rows, dof, base_col[col])
             shape[dof] = steepness, offset
             x[:, dof, col] = _filtered_sigmoid(prep, dof, steepness, offset)
             joints[name] = {"phi2": steepness, "phi3": offset, "residual_rms": rms,
-                            "at_search_edge": at_edge}
+                            "at_search_edge": bound is not None, "bound": bound}
     for name, doc in joints.items():
         line = (f"sigmoid friction shape of {name}: phi2 {doc['phi2']:.4g} s/rad, phi3 {doc['phi3']:.4g} "
                 f"rad/s (least-squares residual {doc['residual_rms']:.4g} N·m)")
         log.info("%s", line)
         if progress is not None:
             progress(line)
-        if doc["at_search_edge"]:
-            warnings.append(f"the sigmoid shape search of {name} ended at the edge of its interval "
-                            f"(phi2 {SIGMOID_STEEPNESS_SEARCH[0]:g}..{SIGMOID_STEEPNESS_SEARCH[1]:g} s/rad, "
-                            f"phi2*phi3 {SIGMOID_ASYMMETRY_SEARCH[0]:g}..{SIGMOID_ASYMMETRY_SEARCH[1]:g}): "
+        if doc["bound"]:
+            warnings.append(f"the sigmoid shape search of {name} stopped at a bound: {doc['bound']}: "
                             "the data may not show a smooth friction transition (identify with "
                             "'coulomb' instead, or give --sigmoid-shape)")
     for line in warnings:
-        log.warning("%s", line)
-        if progress is not None:
-            progress(f"warning: {line}")
+        warn(log, progress, line)
     doc = {"joints": joints, "searched": {"phi2": list(SIGMOID_STEEPNESS_SEARCH),
                                           "phi2_phi3": list(SIGMOID_ASYMMETRY_SEARCH)},
            "sweeps": sweeps}

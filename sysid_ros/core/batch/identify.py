@@ -61,9 +61,11 @@ from sysid_ros.core.data.preprocessing import (
     segment,
 )
 from sysid_ros.core.data.timebase import regularise
+from sysid_ros.core.data.velocity import per_joint_velocity
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.base_params import poorly_determined
 from sysid_ros.core.model.target import Target
+from sysid_ros.core.progress import warn
 from sysid_ros.core.result import IdentificationResult, target_label
 
 #: the engine's names, with those of the modules it is made of (``identify`` is where callers look)
@@ -103,7 +105,8 @@ log = logging.getLogger(__name__)
 def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_speed: float = 0.05,
             progress: Callable[[str], None] | None = None, stribeck_velocity: float | None = None,
             search_stribeck: bool = True, sigmoid_shape: tuple[float, float] | None = None,
-            search_sigmoid: bool = True) -> Prepared:
+            search_sigmoid: bool = True, grid_period: float | None = None,
+            held_out: bool = False) -> Prepared:
     """Split at gaps and cut stationary ends (:func:`segment`), then per segment: condition, build
     the regressor at full rate, filter and decimate both sides in parallel; stack the segments.
 
@@ -114,6 +117,12 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
     (:func:`settle_stribeck`) unless ``search_stribeck`` is False (the model's q̇s is kept). Likewise
     sigmoid terms ``Fsig``: ``sigmoid_shape`` (φ2 [s/rad], φ3 [rad/s]) for every joint, or found per
     joint (:func:`settle_sigmoid`) unless ``search_sigmoid`` is False (the model's shapes kept).
+
+    ``grid_period`` [s]: resample onto this period (the identification part's, for a validation
+    part: both filtered and decimated alike); ``held_out``: validation data, cut only at their real
+    gaps (no minimum segment length beyond what filtering needs). A joint whose measured velocity
+    is not finite throughout has it differentiated from positions, one warning naming it
+    (:func:`~sysid_ros.core.data.velocity.per_joint_velocity`).
     """
     check_stribeck_velocity(stribeck_velocity)
     check_sigmoid_option(sigmoid_shape)
@@ -121,17 +130,16 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
         target = replace(target, model=target.model.with_stribeck_velocity(stribeck_velocity))
     if sigmoid_shape is not None and "Fsig" in target.model.joint_terms:
         target = replace(target, model=target.model.with_sigmoid_shape(sigmoid_shape))
-    ds, timebase = regularise(dataset.for_model(target.model), max_bridge=settings.bridge_gaps,
+    ds, velocity_notes = per_joint_velocity(dataset.for_model(target.model))
+    ds, timebase = regularise(ds, max_bridge=settings.bridge_gaps,
                               jitter_tolerance=settings.jitter_tolerance,
-                              resample=settings.resample == "auto")
+                              resample=settings.resample == "auto", period=grid_period)
     log.info("%s", timebase.describe())
     if progress is not None:
         progress(timebase.describe())
-    split = segment(ds, settings)
-    for line in split.warnings():
-        log.warning("%s", line)
-        if progress is not None:
-            progress(f"warning: {line}")
+    split = segment(ds, replace(settings, min_segment=0.0) if held_out else settings)
+    for line in (*velocity_notes, *split.warnings()):
+        warn(log, progress, line)
     log.info("%s", split.summary())
     if progress is not None:
         progress(split.summary())
@@ -192,12 +200,10 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
         if options.drop_outliers:
             prep = replace(prep, mask=prep.mask & ~found.rows)
     for line in warnings:
-        log.warning("%s", line)
-        say(f"warning: {line}")
+        warn(log, options.progress, line)
     result = _METHOD_TABLE[options.method](prep, options, say)
     for line in precision_warnings(result):
-        log.warning("%s", line)
-        say(f"warning: {line}")
+        warn(log, options.progress, line)
         warnings.append(line)
     data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
     data["outliers"] = found.as_dict(prep.dataset.joint_names) | {"dropped": bool(options.drop_outliers)}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.cost import COST_LIMIT_PERCENT
 from sysid_ros.core.batch.least_squares import (
     joint_variances,
@@ -65,7 +66,7 @@ def standard_result(method: str, prep: Prepared, theta: np.ndarray, solve_time: 
     resid = rhs - w @ beta
     dof = max(w.shape[0] - base.rank, 1)
     try:
-        info = np.linalg.pinv(w.T @ w)
+        info = rla.pinv(w.T @ w)
         beta_std = np.sqrt(np.maximum(np.diag(info) * float(resid @ resid) / dof, 0.0))
     except np.linalg.LinAlgError:
         beta_std = np.full(base.rank, np.nan)
@@ -228,7 +229,7 @@ def with_constraint_cost(result: IdentificationResult, prep: Prepared) -> Identi
     beyond the estimate's noise (the figure :mod:`~sysid_ros.core.batch.cost`'s limit applies to)."""
     target = prep.target
     w, rhs, _ = prep.rows()
-    beta_ls = np.linalg.lstsq(w, rhs, rcond=None)[0]
+    beta_ls = rla.lstsq(w, rhs)
     extra = dict(result.diagnostics.extra)
     if REFERENCE in extra:
         reference, beta_ref = extra.pop(REFERENCE)

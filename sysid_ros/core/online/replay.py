@@ -20,6 +20,7 @@ from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.estimator import OnlineEstimator
 from sysid_ros.core.online.session import OnlineOptions, OnlineSession
+from sysid_ros.core.progress import warn
 from sysid_ros.core.report.plotting import pyplot, save_figure
 from sysid_ros.core.result import IdentificationResult, SolverStatus, target_label
 
@@ -41,9 +42,7 @@ def replay(dataset: Dataset, target: Target, options: OnlineOptions, *,
     say = progress or (lambda msg: log.info("%s", msg))
     warning = ekf_rate_warning(target, options.method, ds.sample_rate)
     if warning:
-        log.warning("%s", warning)
-        if progress is not None:
-            progress(f"warning: {warning}")
+        warn(log, progress, warning)
     marks = {max(1, round(i * len(ds) / 10)) for i in range(1, 11)}
     cuts = sorted({*range(0, len(ds), CHUNK), *marks})
     for a, b in itertools.pairwise(cuts):

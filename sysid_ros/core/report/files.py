@@ -82,6 +82,20 @@ def _running(pid: int) -> bool:
     return True
 
 
+def _shape_bound_lines(extra: dict) -> list[str]:
+    """One line per nonlinear friction shape search that stopped at a bound of its interval."""
+    out = []
+    stribeck = extra.get("stribeck") or {}
+    if stribeck.get("bound"):
+        out.append(f"Stribeck velocity search stopped at a bound: {stribeck['bound']}")
+    joints = ((extra.get("sigmoid") or {}).get("search") or {}).get("joints") or {}
+    bound = {name: doc["bound"] for name, doc in joints.items() if doc.get("bound")}
+    if bound:
+        out.append("sigmoid shape search stopped at a bound: "
+                   + "; ".join(f"{name}: {text}" for name, text in bound.items()))
+    return out
+
+
 def summary(result: IdentificationResult, evaluation: Evaluation | None = None) -> str:
     """A readable table of the fit (and of the validation and truth comparison, when evaluated).
 
@@ -139,6 +153,7 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
                      f"IV gradient {d.extra.get('iv_gradient', float('nan')):.2e}")
     if result.solver.binding_constraints:
         lines.append(f"binding constraints: {list(result.solver.binding_constraints)}")
+    lines += _shape_bound_lines(d.extra)
     if evaluation:
         lines.append(f"torque fit of the exported parameters on all {fit.n_rows} samples × joints "
                      f"(the same rows for every method and friction setting): relative error "
