@@ -54,9 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # collector's passes over what cvxpy and matplotlib import took 0.15 s of `--method ols`;
         # peak memory on a 20 s, 1 kHz bag the same without them). In-process callers keep theirs.
         gc.disable()
+    before = set(logging.getLogger().handlers)  # only the handler made here gets the filter
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # warnings the progress lines printed: once
+    for handler in set(logging.getLogger().handlers) - before:  # warnings progress printed: once
         handler.addFilter(not_shown)
     try:
         return int(args.func(args))
