@@ -26,7 +26,7 @@ user's call (docs/ros2_control.md shows both).
 
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
@@ -66,6 +66,13 @@ def generate_launch_description() -> LaunchDescription:
                                      "joint_trajectory input) instead of using a running one"),
                 ("sim_payload", "", "use_sim: the payload the simulated arm carries "
                                     "'body=NAME,mass=KG,com=X,Y,Z' ('' = none)"),
+                ("lockstep", "false", "use_sim: the simulated arm steps when the trajectory publisher and "
+                                      "the estimator have caught up (as fast as they go, the same run on "
+                                      "a busy machine; reliable joint states)"),
+                # launch's own setting (read by every process it starts): the nodes finish their
+                # files and log their counters after Ctrl-C, which takes longer than launch's
+                # default 5 s on a busy machine
+                ("sigterm_timeout", "30", "[s] after Ctrl-C before launch escalates to SIGTERM"),
             )]
     arg = LaunchConfiguration
     model = {"model_path": arg("model_path"), "robot_description_topic": arg("robot_description_topic")}
@@ -74,11 +81,15 @@ def generate_launch_description() -> LaunchDescription:
         Node(executable="mujoco_sim", name="mujoco_sim",
              parameters=[_config("mujoco_sim.yaml"), model,
                          {"input": "joint_trajectory", "controller": arg("controller"),
-                          "payload": arg("sim_payload"), "rate": arg("sample_rate"), "publish_every": 1}],
+                          "payload": arg("sim_payload"), "rate": arg("sample_rate"), "publish_every": 1,
+                          "lockstep": arg("lockstep"), "lockstep_wait_for": ["/estimator/progress"],
+                          "real_time_factor": PythonExpression(
+                              ["0.0 if '", arg("lockstep"), "'.lower() in ('true', '1') else 1.0"])}],
              condition=IfCondition(arg("use_sim")), **common),
         Node(executable="trajectory_publisher", name="trajectory_publisher",
              parameters=[_config("trajectory_publisher.yaml"), model,
                          {"interface": arg("interface"), "controller": arg("controller"),
+                          "lockstep": arg("lockstep"), "reliable_input": arg("lockstep"),
                           "until_precision": ParameterValue(arg("until_precision"), value_type=float),
                           "max_duration": ParameterValue(arg("max_duration"), value_type=float),
                           "excitation_time": ParameterValue(arg("excitation_time"), value_type=float),
@@ -88,7 +99,7 @@ def generate_launch_description() -> LaunchDescription:
         Node(executable="estimator", name="estimator",
              parameters=[_config("estimator.yaml"), model,
                          {"target": arg("target"), "method": arg("method"),
-                          "weighting": "adaptive",
+                          "weighting": "adaptive", "reliable_input": arg("lockstep"),
                           "sample_rate": ParameterValue(arg("sample_rate"), value_type=float),
                           "payload_precision": ParameterValue(arg("until_precision"), value_type=float)}],
              **common),

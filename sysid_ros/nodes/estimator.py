@@ -477,10 +477,10 @@ class EstimatorNode(Node):
         if not self.session.estimator.samples:
             return
         with self._lock:
-            est, cov = self.session.snapshot(), self.session.covariance()
+            est, info = self.session.snapshot(), self.session.information()
         msg = self._estimate_message(est)
         self._publisher.publish(msg)
-        precision = estimate_precision(self.target, est.theta, cov,
+        precision = estimate_precision(self.target, est.theta, info,
                                        inertia_required=bool(self._get("precision_inertia")))
         goal = float(self._get("payload_precision"))
         self._precision_pub.publish(to_precision_msg(precision, target=est.target, target_precision=goal,
@@ -502,7 +502,7 @@ class EstimatorNode(Node):
             response.success, response.message = False, "no payload: the target is the whole arm"
             return response
         with self._lock:
-            est, cov = self.session.snapshot(), self.session.covariance()
+            est, info = self.session.snapshot(), self.session.information()
         if not est.updates or not est.theta[0] > 0:
             response.success = False
             response.message = f"no payload estimate yet ({est.updates} updates, mass {est.theta[0]:.4g} kg)"
@@ -510,7 +510,7 @@ class EstimatorNode(Node):
         inertia = to_inertia_msg(est.theta)
         self._payload_pub.publish(inertia)
         self._payload_sent = True
-        worst, rel = estimate_precision(self.target, est.theta, cov,
+        worst, rel = estimate_precision(self.target, est.theta, info,
                                         inertia_required=bool(self._get("precision_inertia"))).worst()
         response.success = True
         response.message = f"published {_describe(inertia)}; least precise required: {worst} {rel:.3g}"

@@ -145,7 +145,7 @@ def test_payload_through_the_arm_reaches_the_issue_bounds(model):
         if len(rows) == 250:
             session.push_batch(*(np.array(x) for x in zip(*rows, strict=True)))
             rows = []
-            precision = estimate_precision(session.target, session.snapshot().theta, session.covariance())
+            precision = estimate_precision(session.target, session.snapshot().theta, session.information())
             if stopped_at is None and precision.reached(0.02):
                 stopped_at = ws.stop_at(arm.time)
     assert stopped_at is not None and ws.stopped_early and ws.duration < 30.0
@@ -153,3 +153,44 @@ def test_payload_through_the_arm_reaches_the_issue_bounds(model):
     assert theta[0] == pytest.approx(1.2, rel=0.02)
     assert np.linalg.norm(theta[1:4] / theta[0] - PAYLOAD.com) < 0.005
     assert precision.poorly_determined(0.02) == []
+
+
+def test_precision_of_undetermined_directions_is_infinite(model):
+    """Rows that excite only part of the payload leave the rest undetermined: those directions
+    have an infinite standard deviation (never reached), the determined ones their σ from the
+    information; with full information every σ matches an independent inverse."""
+    target = payload_target(model, "wrist_3_link")
+    theta = PAYLOAD.params
+    rng = np.random.default_rng(0)
+    rows = 100.0 * rng.normal(size=(50, 10))
+    rows[:, 4:] = 0.0  # inertia columns never excited: mass and h only
+    partial = estimate_precision(target, theta, rows.T @ rows)
+    assert np.all(np.isinf(partial.std[4:])) and np.all(np.isfinite(partial.std[:4]))
+    assert partial.reached(0.05) and partial.poorly_determined(0.05) == []  # mass, CoM determined
+    assert estimate_precision(target, theta, rows.T @ rows, inertia_required=True).poorly_determined(1e9) == [
+        f"payload.inertia.{n}" for n in ("xx", "xy", "xz", "yy", "yz", "zz")]
+    nothing = estimate_precision(target, theta, np.zeros((10, 10)))
+    assert np.all(np.isinf(nothing.std)) and not nothing.reached(1e9)
+    full = rng.normal(size=(200, 10))
+    omega = full.T @ full
+    precision = estimate_precision(target, theta, omega)
+    _, jac = payload_jacobian(theta)
+    np.testing.assert_allclose(precision.std ** 2, np.diag(jac @ np.linalg.inv(omega) @ jac.T), rtol=1e-8)
+    assert precision.relative_std[0] == pytest.approx(precision.std[0] / 1.2)
+
+
+def test_arm_precision_per_base_direction(model):
+    """Arm target: one direction per base parameter, σ from the base columns' information."""
+    from sysid_ros.core.model.target import arm_target
+
+    target = arm_target(model)
+    idx = target.base.independent
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=(500, idx.size))
+    omega = np.zeros((target.n_params, target.n_params))
+    omega[np.ix_(idx, idx)] = y.T @ y
+    precision = estimate_precision(target, target.prior, omega)
+    assert len(precision.names) == target.base.rank and precision.required.all()
+    np.testing.assert_allclose(precision.std ** 2, np.diag(np.linalg.inv(y.T @ y)), rtol=1e-8)
+    assert estimate_precision(target, target.prior, np.zeros_like(omega)).poorly_determined(1e9) == list(
+        precision.names)

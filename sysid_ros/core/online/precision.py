@@ -1,7 +1,9 @@
 """How precisely the data determine an estimate: one relative standard deviation per direction.
 
-From the estimate ``θ (p,)`` and its covariance ``Σ (p, p)`` (the estimator's ``P``, or the
-pseudo-inverse of the data's information Ω, the prior's term left out):
+From the estimate ``θ (p,)`` and the data's information ``Ω (p, p)`` (``Σ Aᵀ W A`` over the rows,
+the prior's term left out: what the data alone determine). Variances come from Ω restricted to
+the base parameters; a direction the data have not determined yet (Ω singular there) has an
+infinite standard deviation — never the zero a pseudo-inverse would give it:
 
 * an **arm** target: one direction per base parameter ``β = B θ`` (:class:`BaseParameters`),
   ``σ_β = √diag(B Σ Bᵀ)``, relative to ``max(|β̂|, |β_prior|)`` (a base parameter near zero in
@@ -93,35 +95,61 @@ def payload_jacobian(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, jac
 
 
-def estimate_precision(target: Target, theta: np.ndarray, covariance: np.ndarray, *,
+def _variances(omega: np.ndarray, jac: np.ndarray) -> np.ndarray:
+    """Diagonal ``(d,)`` of ``J Ω⁻¹ Jᵀ`` for ``jac (d, k)`` and information ``omega (k, k)``, inf
+    for a row of ``J`` reaching into Ω's (numerical) null space (eigenvalues ≤ 1e-10 · the
+    largest)."""
+    w, v = rla.eigh(0.5 * (omega + omega.T))
+    top = float(w[-1]) if w.size else 0.0
+    good = w > max(1e-10 * top, 1e-300)
+    proj = jac @ v  # (d, k): each row in the eigenbasis
+    var = (proj[:, good] ** 2 / w[good]).sum(axis=1)
+    lost = (proj[:, ~good] ** 2).sum(axis=1)
+    scale = (jac**2).sum(axis=1)
+    var[lost > 1e-12 * np.maximum(scale, 1e-300)] = np.inf
+    return var
+
+
+def estimate_precision(target: Target, theta: np.ndarray, information: np.ndarray, *,
                        inertia_required: bool = False) -> Precision:
-    """The :class:`Precision` of ``theta (p,)`` with ``covariance (p, p)`` for ``target``
-    (see the module docstring). A covariance with NaN (no data yet) gives NaN precisions."""
+    """The :class:`Precision` of ``theta (p,)`` for ``target`` from the data's ``information
+    (p, p)`` (see the module docstring). Information with a NaN (no data yet) gives NaN."""
     theta = np.asarray(theta, dtype=float)
-    cov = np.asarray(covariance, dtype=float)
+    omega = np.asarray(information, dtype=float)
     p = target.n_params
-    if theta.shape != (p,) or cov.shape != (p, p):
-        raise DataError(f"expected theta ({p},) and covariance ({p}, {p}), got {theta.shape}, {cov.shape}")
+    if theta.shape != (p,) or omega.shape != (p, p):
+        raise DataError(f"expected theta ({p},) and information ({p}, {p}), got {theta.shape}, {omega.shape}")
+    # the base parameters β are the independent columns: Y θ = Y_b β, so their information is
+    # Ω's block on those columns
+    idx = np.asarray(target.base.independent, dtype=int)
+    omega_b = omega[np.ix_(idx, idx)]
+    finite = bool(np.all(np.isfinite(omega_b)))
     if target.kind == "payload":
-        return _payload_precision(theta, cov, inertia_required)
+        return _payload_precision(theta, omega_b, idx, finite, inertia_required)
     b = target.base.matrix
     beta = b @ theta
-    std = np.sqrt(np.maximum(np.diag(b @ cov @ b.T), 0.0))
+    std = np.sqrt(_variances(omega_b, np.eye(idx.size))) if finite else np.full(idx.size, np.nan)
     scale = np.maximum(np.abs(beta), np.abs(b @ target.prior))
-    rel = np.divide(std, scale, out=std.copy(), where=scale > 0)
+    with np.errstate(invalid="ignore"):
+        rel = np.divide(std, scale, out=std.copy(), where=scale > 0)
     names = tuple(f"base.{i}: {n}" for i, n in enumerate(target.base.names))
     return Precision(names, beta, std, rel, np.ones(len(names), dtype=bool))
 
 
-def _payload_precision(theta: np.ndarray, cov: np.ndarray, inertia_required: bool) -> Precision:
+def _payload_precision(theta: np.ndarray, omega_b: np.ndarray, idx: np.ndarray, finite: bool,
+                       inertia_required: bool) -> Precision:
     names = ("payload.m", *(f"payload.com.{a}" for a in "xyz"),
              *(f"payload.inertia.{n}" for n in INERTIA_NAMES))
     required = np.array([True] * 4 + [inertia_required] * 6)
-    if not theta[0] > 0 or not np.all(np.isfinite(cov)):
+    if not theta[0] > 0 or not finite:
         nan = np.full(10, np.nan)
         return Precision(names, nan, nan.copy(), nan.copy(), required)
     x, jac = payload_jacobian(theta)
-    std = np.sqrt(np.maximum(np.diag(jac @ cov @ jac.T), 0.0))
+    # a payload's 10 parameters are its base parameters unless the arm's kinematics hide some
+    # (then they lie in no identified direction: infinite); β = θ[idx]
+    full = np.zeros((10, 10))
+    full[np.ix_(idx, idx)] = omega_b
+    std = np.sqrt(_variances(full, jac))
     com_scale = max(float(np.linalg.norm(x[1:4])), COM_SCALE)
     moments = rla.eigvalsh(inertia_vec_to_mat(x[4:10]))
     inertia_scale = max(float(np.max(np.abs(moments))), 1e-12)

@@ -429,6 +429,11 @@ class OnlineSession:
         with single_threaded_blas():
             return self._covariance()
 
+    def information(self) -> np.ndarray:
+        """``Ω (p, p)`` the data's information in the target's layout (the prior's term left
+        out): what :func:`~sysid_ros.core.online.precision.estimate_precision` takes."""
+        return np.array(self.estimator.information, dtype=float)
+
     def _covariance(self) -> np.ndarray:
         est = self.estimator
         if _own_covariance(est):
