@@ -48,7 +48,8 @@ def generate_launch_description() -> LaunchDescription:
                  "the running joint_trajectory_controller (topic <controller>/joint_trajectory)"),
                 ("interface", "joint_trajectory",
                  "joint_trajectory (topic) | follow_joint_trajectory (action)"),
-                ("model_path", "", "MJCF or URDF of the arm ('' = the robot_description topic)"),
+                ("model_path", "", "MJCF or URDF of the arm ('' = the robot_description topic; with "
+                                   "use_sim: the package's default robot)"),
                 ("robot_description_topic", "/robot_description",
                  "latched std_msgs/String of robot_state_publisher, used when model_path is ''"),
                 ("target", "arm", "'arm' (every parameter) or the body carrying the unknown payload"),
@@ -75,7 +76,10 @@ def generate_launch_description() -> LaunchDescription:
                 ("sigterm_timeout", "30", "[s] after Ctrl-C before launch escalates to SIGTERM"),
             )]
     arg = LaunchConfiguration
-    model = {"model_path": arg("model_path"), "robot_description_topic": arg("robot_description_topic")}
+    # the simulated arm (use_sim) has no robot_state_publisher: model_path, else the package's robot
+    model = {"model_path": arg("model_path"), "robot_description_topic": PythonExpression(
+        ["'' if '", arg("use_sim"), "'.lower() in ('true', '1') else '",
+         arg("robot_description_topic"), "'"])}
     common = dict(package="sysid_ros", output="screen", emulate_tty=True, remappings=TOPICS)
     nodes = [
         Node(executable="mujoco_sim", name="mujoco_sim",

@@ -4,10 +4,11 @@ residual observer on the (identified) model.
 A thin facade over :class:`sysid_ros.core.monitor.CollisionMonitor` (the same observer, thresholds
 and events as ``sysid monitor``). Subscribes ``joint_states`` (``sensor_msgs/JointState``:
 position, velocity and effort = measured torque of the model's joints, any order; time = header
-stamp). The model is the robot model's parameters (``model_path`` ..., e.g. ``identify``'s
-``identified.xml``) with ``result_path``'s exported parameters written over them (friction offsets
-come only from there). Thresholds [N·m]: ``thresholds`` when set, else derived from the residual
-over the first ``calibration_time`` seconds of data, which must be free of contact
+stamp; a driver's motor currents converted by ``torque_scale``/``torque_offset``,
+:mod:`~sysid_ros.nodes.effort`). The model is the robot model's parameters (``model_path`` ...,
+e.g. ``identify``'s ``identified.xml``) with ``result_path``'s exported parameters written over them
+(friction offsets come only from there). Thresholds [N·m]: ``thresholds`` when set, else derived
+from the residual over the first ``calibration_time`` seconds of data, which must be free of contact
 (``max(sigma_factor · rms, peak_factor · peak) + margin`` per joint).
 
 Publishes, on relative topics:
@@ -49,6 +50,7 @@ from sysid_ros.core.monitor import CollisionMonitor, ContactEvent, Thresholds, p
 from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -67,6 +69,7 @@ PARAMETERS = (
     ("release", contact.DEFAULT_RELEASE, "a contact ends below this fraction of the threshold"),
     ("publish_residual", True, "publish ~/residual with every sample"),
     ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort"),
+    *TORQUE_PARAMETERS,
 )
 EVENTS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 _LEVEL = {"contact": DiagnosticStatus.ERROR, "released": DiagnosticStatus.OK}
@@ -89,6 +92,7 @@ class CollisionMonitorNode(Node):
             sigma_factor=float(self._get("sigma_factor")), peak_factor=float(self._get("peak_factor")),
             margin=float(self._get("margin")), release=float(self._get("release")))
         self.joint_names = model.dof_joint_names
+        self._scale, self._offset = torque_map(lambda name: parameter_value(self, name), self.joint_names)
         self.counters = {"contacts": 0, "rejected": 0}
         self._publish_residual = bool(self._get("publish_residual"))
         self._events = self.create_publisher(DiagnosticArray, "~/events", EVENTS_QOS)
@@ -162,6 +166,7 @@ class CollisionMonitorNode(Node):
                          f"{len(msg.position)}, {len(msg.velocity)}, {len(msg.effort)}")
             return
         q, dq, tau = (np.asarray(x, dtype=float)[cols] for x in (msg.position, msg.velocity, msg.effort))
+        tau = self._scale * tau + self._offset  # effort to joint torque (drivers publishing currents)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(tau))):
             self._reject("non-finite position, velocity or effort")
             return

@@ -60,7 +60,6 @@ from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
@@ -81,6 +80,7 @@ from sysid_ros.core.result import SolverStatus, estimate_result
 from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_estimate_msg, to_inertia_msg, to_precision_msg
+from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
@@ -104,10 +104,7 @@ NODE_PARAMETERS = (
     ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort "
                               "(set at start)"),
     ("output_dir", "sysid_estimates", "where ~/save writes"),
-    ("torque_scale", Parameter.Type.DOUBLE_ARRAY,
-     "joint torque = torque_scale · effort + torque_offset, per joint (model order) or one for all "
-     "[N·m per effort unit] (unset = 1: effort is the joint torque; e.g. N·m/A for currents)"),
-    ("torque_offset", Parameter.Type.DOUBLE_ARRAY, "[N·m] per joint or one for all (unset = 0)"),
+    *TORQUE_PARAMETERS,
     ("payload_precision", 0.02,
      "payload target: ~/payload is published once every required direction's relative std is at "
      "or below this (0 = only on ~/commit_payload)"),
@@ -235,7 +232,8 @@ class EstimatorNode(Node):
             value = requested_value(self, prm)
             if prm.name in ("torque_scale", "torque_offset"):
                 try:
-                    self._torque_map(lambda name, p=prm, v=value: v if name == p.name else self._get(name))
+                    torque_map(lambda name, p=prm, v=value: v if name == p.name else self._get(name),
+                               self.joint_names)
                 except SysIdError as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
             if prm.name == "payload_precision" and not value >= 0:
@@ -275,7 +273,7 @@ class EstimatorNode(Node):
         they change)."""
         self.target, self.options = self._target_and_options(self._get)
         self.joint_names = self.target.model.dof_joint_names
-        self._scale, self._offset = self._torque_map(self._get)
+        self._scale, self._offset = torque_map(self._get, self.joint_names)
         self._payload_sent = False  # ~/payload published for this session
         self._columns.clear()
         self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target))
@@ -293,22 +291,6 @@ class EstimatorNode(Node):
         target = (arm_target(model, prior=prior) if kind == "arm"
                   else payload_target(model, kind, prior=prior))
         return target, OnlineOptions(**{name: get(name) for name, _, _ in SESSION_PARAMETERS})
-
-    def _torque_map(self, get) -> tuple[np.ndarray, np.ndarray]:
-        """``(scale (n,), offset (n,))`` of τ = scale · effort + offset from the parameter values
-        ``get(name)``; :class:`SysIdError` naming what is wrong."""
-        names = list(self.joint_names)
-        out = []
-        for name, unset in (("torque_scale", 1.0), ("torque_offset", 0.0)):
-            value = get(name)
-            arr = np.asarray(value if value is not None and len(value) else [unset], dtype=float)
-            if arr.size == 1:
-                arr = np.full(len(names), float(arr[0]))
-            if arr.shape != (len(names),) or not np.all(np.isfinite(arr)):
-                raise SysIdError(f"{name}: expected one finite number or {len(names)} (one per joint "
-                                 f"{names}), got {list(value)}")
-            out.append(arr)
-        return out[0], out[1]
 
     def _truth_for(self, target: Target) -> np.ndarray | None:
         """The simulator's true parameters in ``target``'s layout (None when unknown)."""

@@ -106,6 +106,7 @@ def start(name: str, domain: int, params: dict, tmp_path) -> NodeProcess:
     return NodeProcess(name, config=name, overrides=params, domain_id=domain, log=tmp_path / f"{name}.log")
 
 
+@pytest.mark.timeout(BUDGET + 300)
 def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_path):
     bag = tmp_path / "bag"
     watcher = Watcher(ros_domain_id)
@@ -155,7 +156,7 @@ def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_p
             bag_path=os.path.relpath(bag_path, tmp_path), method="ols", payload_body="wrist_3_link"), live,
             timeout=300.0)
     finally:
-        codes = {name: proc.stop() for name, proc in procs.items()}
+        codes = {name: proc.stop(timeout=90.0) for name, proc in procs.items()}  # slow exits under load
         watcher.close()
     logs = {name: proc.output for name, proc in procs.items()}
     assert all(code == 0 for code in codes.values()), (codes, {k: v[-3000:] for k, v in logs.items()})
@@ -249,7 +250,7 @@ def test_running_trajectory_replaced_and_names_in_any_order(ros_domain_id, tmp_p
         wait_with_nodes(lambda: stamp_of(watcher.states[-1]) > t0 + 4.0, 120.0, "4 s of motion", [sim])
         during = [pan(m) for m in list(watcher.states) if t0 <= stamp_of(m) <= t0 + 4.0]
     finally:
-        sim.stop()
+        sim.stop(timeout=90.0)
         watcher.close()
     assert "trajectory rejected" not in sim.output
     # the first trajectory (quintic to 0.5 over 3 s) is at 0.5·(10·(1/3)³ − 15·(1/3)⁴ + 6·(1/3)⁵)
@@ -277,8 +278,8 @@ def test_publisher_stops_when_joint_states_stop(ros_domain_id, tmp_path):
         resumed = len(watcher.states)
         wait_with_nodes(lambda: len(watcher.states) > resumed + 500, 60.0, "joint states again", [sim, pub])
     finally:
-        pub.stop()
-        sim.stop()
+        pub.stop(timeout=90.0)
+        sim.stop(timeout=90.0)
         watcher.close()
     assert "no joint_states for 1." in pub.output or "no joint_states for" in pub.output, pub.output[-2000:]
     assert ("excitation stopped (an empty trajectory sent: the controller holds its position)"
@@ -289,3 +290,24 @@ def test_publisher_stops_when_joint_states_stop(ros_domain_id, tmp_path):
     # the arm holds: the last second of joint states barely moves
     tail = np.array([m.velocity for m in watcher.states[-250:]])
     assert np.abs(tail).max() < 0.05
+
+
+def test_follow_joint_trajectory_needs_control_msgs(ros_domain_id, tmp_path):
+    """interface follow_joint_trajectory where control_msgs is not installed: the node says so in
+    one line and exits with status 1 (where it is installed, this check does not apply)."""
+    try:
+        import control_msgs.action  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("control_msgs is installed here: the action interface is available")
+    pub = start("trajectory_publisher", ros_domain_id, publisher_params(interface="follow_joint_trajectory"),
+                tmp_path)
+    try:
+        pub.proc.wait(timeout=120)
+    finally:
+        code = pub.stop(timeout=90.0)
+    assert code == 1, pub.output[-2000:]
+    assert ("cannot start: interface follow_joint_trajectory needs control_msgs (the FollowJointTrajectory "
+            "action), which is not installed here: install ros-$ROS_DISTRO-control-msgs, or use interface "
+            "joint_trajectory") in pub.output
