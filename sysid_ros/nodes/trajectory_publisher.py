@@ -366,6 +366,9 @@ class TrajectoryPublisherNode(Node):
             self._send_chunk(chunk)
         if self.stream.finished and now >= self.stream.duration and not self._done:
             self._done = True
+            if self.lockstep:  # hold at rest for good (no waypoints): a lockstep simulator goes on,
+                # as it does after an MIT run under the rest-pose commands
+                self._publish_trajectory(JointTrajectory(joint_names=list(self.names)))
             self._done_pub.publish(Bool(data=True))
             self.get_logger().info(f"excitation done after {self.stream.duration:.1f} s, back at the start "
                                    f"pose ({self.stream.plan.clamps.summary()}); {self._precision_report()}")

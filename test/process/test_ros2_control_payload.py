@@ -145,6 +145,7 @@ def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_p
         wait_with_nodes(lambda: len(watcher.payloads) >= 2, 60.0, "the committed payload", live)
         assert watcher.estimate.sample_count == seen[0]  # the estimate the payload was made of
         # negative control: the controller refuses a waypoint beyond its speed limit
+        n_sent = len(watcher.trajectories)
         fast = JointTrajectory(joint_names=MODEL_ORDER)
         fast.points.append(JointTrajectoryPoint(positions=HOME, velocities=[VMAX + 0.1] + [0.0] * 5))
         fast.points[0].time_from_start.sec = 1
@@ -165,7 +166,10 @@ def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_p
     pub_log = logs["trajectory_publisher"]
     assert "precision 0.02 reached by every required direction" in pub_log, pub_log[-3000:]
     assert "every required direction reached 0.02" in pub_log
-    sent = watcher.trajectories[:-1]  # the last one is the test's own refused trajectory
+    # the publisher's messages (the test's own refused one came after); in lockstep the last is an
+    # empty trajectory: hold at rest for good, so the simulator goes on
+    sent, hold = watcher.trajectories[:n_sent - 1], watcher.trajectories[n_sent - 1]
+    assert not hold.points and all(msg.points for msg in sent)
     end = max(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec + msg.points[-1].time_from_start.sec
               + 1e-9 * msg.points[-1].time_from_start.nanosec for msg in sent)
     assert end < MAX_DURATION
