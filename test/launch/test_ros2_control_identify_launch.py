@@ -43,7 +43,7 @@ UR5E = Path(__file__).resolve().parents[1] / "robots" / "ur5e.xml"
 MASS, COM = 1.2, np.array([0.02, -0.03, 0.06])  # [kg], [m] in wrist_3_link's frame
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TIMEOUT = 240.0  # [s] for the whole run on a loaded 2-core machine
+TIMEOUT = 480.0  # [s] for the whole run on a loaded 2-core machine (start-up alone took 60 s at load 24)
 
 
 @pytest.mark.launch_test
