@@ -125,7 +125,8 @@ def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_p
             "data_root": str(tmp_path), "output_root": str(tmp_path / "out"), "model_path": UR5E,
             "plots": False}, tmp_path)
         procs["mujoco_sim"] = start("mujoco_sim", ros_domain_id, sim_params(
-            lockstep=True, real_time_factor=0.0,
+            # no lockstep_timeout: the recorder is stopped before the batch solve
+            lockstep=True, real_time_factor=0.0, lockstep_timeout=0.0,
             lockstep_wait_for=["/estimator/progress", "/recorder/progress"]), tmp_path)
         live = list(procs.values())
         wait_with_nodes(watcher.done.is_set, BUDGET, "the trajectory publisher's done", live)
