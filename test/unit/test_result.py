@@ -86,7 +86,8 @@ def test_result_files_hold_exactly_the_exported_parameters_and_solve_nothing(pre
     # (identify imports the convex programs where it solves one: patching their module covers it)
     monkeypatch.setattr("sysid_ros.core.batch.convex.least_squares_program", no_solving)
     paths, doc = write_outputs(tmp_path, result, prepared.target, evaluation, plots=False)
-    assert {p.name for p in paths} == {"result.json", "identified.xml", "identified.urdf"}
+    assert {p.name for p in paths} == {"result.json", "identified.xml", "identified.urdf", "report.html",
+                                       "torques.npz"}
     on_disk = json.loads((tmp_path / "result.json").read_text())
     assert on_disk == doc
     assert ParameterSet.from_dict(doc["parameters"]) == result.parameters
