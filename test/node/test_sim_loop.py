@@ -117,8 +117,8 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
     ("trajectory_publisher", {"coefficients_file": "/nonexistent/c.json"},
      "expected JSON with q0, a, b, period"),
     ("recorder", {"storage": "zip"}, "storage must be 'mcap' or 'sqlite3', got 'zip'"),
-    ("recorder", {"types": ["sensor_msgs/msg/JointState"]}, "types: expected one per topic (3"),
-    ("recorder", {"types": ["nope/msg/X", "", ""]}, "'nope/msg/X' is not an importable message type"),
+    ("recorder", {"types": ["sensor_msgs/msg/JointState"]}, "types: expected one per topic (4"),
+    ("recorder", {"types": ["nope/msg/X", "", "", ""]}, "'nope/msg/X' is not an importable message type"),
     ("estimator", {"weighting": "robust"}, "weighting must be one of ['fixed', 'adaptive'], got 'robust'"),
 ])
 def test_bad_parameters_stop_a_node_with_the_reason(module, overrides, message, ros_domain_id, tmp_path):
