@@ -55,7 +55,7 @@ from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.robot import joint_terms
+from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
 from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
 from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import evaluate
@@ -309,8 +309,14 @@ class BatchSolverNode(Node):
                              "output_dir")
         model_path = (str(resolve_inside_any(self._model_roots(), request.model_path, "model_path"))
                       if request.model_path else "")
-        model = self._models.load(model_path=model_path,
-                                  joint_terms=joint_terms(list(request.friction), request.armature))
+        model = self._models.load(model_path=model_path, joint_terms=())
+        # the CLI's default: no friction given identifies the joint terms the model declares
+        friction = ",".join(request.friction) if list(request.friction) else "model"
+        armature = True if request.armature else None
+        model = model.with_joint_terms(default_joint_terms(model.mj, friction, armature))
+        excluded = excluded_line(model.mj, model.joint_terms)
+        if excluded and not request.payload_body:
+            self.get_logger().warning(excluded)
         target = batch_target(model, request.payload_body, plausibility=Plausibility(
             float(self._get("mass_factor")), float(self._get("extent_factor")),
             float(self._get("com_radius"))), joint_prior=joint_prior_spec(str(self._get("friction_prior"))))
