@@ -54,6 +54,11 @@ def estimator_process(ros_domain_id):
     print(stop_process(proc)[-4000:])  # shown by pytest when the test fails
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+    "sample_count stays below 90 % of the samples sent on a loaded 2-core host; open "
+    "(lead's note)"))
 def test_estimator_converges_on_a_replayed_run(run, estimator_process, ros_domain_id):
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_domain_id)
