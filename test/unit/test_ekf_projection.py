@@ -119,7 +119,7 @@ def test_identify_with_the_ekf_exports_the_projected_arm(arm, tmp_path, capsys):
     csv = write_csv(ds, tmp_path / "run.csv")
     out = tmp_path / "out"
     code = main(["identify", str(csv), "--model", str(path), "--method", "ekf", "--friction", FRICTION,
-                 "--sample-rate", str(RATE), "--out", str(out), "--no-plots"])
+                 "--no-armature", "--sample-rate", str(RATE), "--out", str(out), "--no-plots"])
     raw = np.loadtxt(out / "estimates.csv", delimiter=",", skiprows=1)[-1, 2:]
     assert not check_consistency(model, raw).consistent
     assert code == 0
