@@ -145,3 +145,20 @@ class SpinningNode:
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
         self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A read-only tmpfs at tmp_path/ro (skipped where mounting is not allowed); unmounted after."""
+    import subprocess
+
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)

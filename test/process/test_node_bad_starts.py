@@ -21,20 +21,6 @@ def _run(module: str, domain_id: int, *params: str) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.fixture
-def read_only(tmp_path):
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True, timeout=30)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)
-
-
 def test_recorder_without_topics(tmp_path, ros_domain_id):
     code, out = _run("recorder", ros_domain_id, "topics:=[]", f"output:={tmp_path / 'bag'}")
     assert code == 1

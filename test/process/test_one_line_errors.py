@@ -29,20 +29,6 @@ def bag(tmp_path_factory):
     return write_bag(tmp_path_factory.mktemp("bags") / "run", dataset_topics(ds), truth=ds.truth)
 
 
-@pytest.fixture
-def read_only(tmp_path):
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True, timeout=30)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)
-
-
 def _one_line(argv, capsys) -> str:
     started = time.monotonic()
     assert main([str(a) for a in argv]) == 1

@@ -4,28 +4,12 @@ mounted for the test: root ignores mode bits, not a read-only mount)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.output_paths import check_file, check_folder
-
-
-@pytest.fixture
-def read_only(tmp_path):
-    """A read-only tmpfs at tmp_path/ro (skipped where mounting is not allowed); unmounted after."""
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True, timeout=30)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30)
 
 
 def test_folders(tmp_path):
