@@ -23,6 +23,7 @@ from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.columns import TIME_UNITS
 from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
@@ -31,7 +32,7 @@ from sysid_ros.core.online.replay import online_result, plot_convergence, replay
 from sysid_ros.core.online.rows import DISCRETISATIONS
 from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.output_paths import check_folder
-from sysid_ros.core.report.files import dumps_strict, summary, write_outputs
+from sysid_ros.core.report.files import summary, write_outputs
 from sysid_ros.core.report.metrics import evaluate, truth_parameters
 
 

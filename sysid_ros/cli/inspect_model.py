@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from sysid_ros.cli.common import add_base_option
 from sysid_ros.core import base_parameters
+from sysid_ros.core.json_numbers import dumps_strict, json_numbers
 from sysid_ros.core.model.robot import RobotModel
-from sysid_ros.core.report.files import dumps_strict
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -33,7 +31,7 @@ def _inspect(args: argparse.Namespace) -> int:
         "n_params": model.n_params,
         "base_rank": base.rank,
         "condition_number": base.condition_number,
-        "torque_limits": [None if not np.isfinite(v) else float(v) for v in model.torque_limits()],
+        "torque_limits": json_numbers(model.torque_limits()),
         "motors": {j: m.name for j, m in model.motors.items()},
     }
     if args.json:

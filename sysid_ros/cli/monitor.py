@@ -9,10 +9,10 @@ import numpy as np
 from sysid_ros.cli.common import add_base_option, floats
 from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
-from sysid_ros.core.report.files import dumps_strict
 
 
 def _monitor(args: argparse.Namespace) -> int:

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 from sysid_ros.core import run_offline_pipeline
+from sysid_ros.core.atomic import write_atomic
+from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.output_paths import check_folder
-from sysid_ros.core.report.files import dumps_strict
 from sysid_ros.core.resources import default_robot_path
 
 
@@ -23,12 +24,8 @@ def _pipeline(args: argparse.Namespace) -> int:
     report = run_offline_pipeline(model_path, duration=args.duration, seed=args.seed)
     elapsed = time.perf_counter() - start
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / "pipeline_report.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(dumps_strict(report.as_dict(), indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        path = write_atomic(Path(args.out) / "pipeline_report.json",
+                            dumps_strict(report.as_dict(), indent=2) + "\n")
         print(f"[sysid pipeline] wrote {path}", file=sys.stderr)
     if args.json:
         print(dumps_strict(report.as_dict(), indent=2))

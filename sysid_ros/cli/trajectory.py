@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.atomic import write_json
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.output_paths import check_file
 
@@ -34,7 +33,7 @@ def _trajectory(args: argparse.Namespace) -> int:
     path = write_trajectory_file(args.export, sampled)
     if args.save_coefficients:
         doc = {"q0": traj.q0.tolist(), "a": traj.a.tolist(), "b": traj.b.tolist(), "period": traj.period}
-        Path(args.save_coefficients).write_text(json.dumps(doc, indent=2) + "\n")
+        write_json(args.save_coefficients, doc)
     print(f"wrote {path}: {sampled.duration:.2f} s at {args.rate:g} Hz, {len(sampled.joints)} joints "
           f"({', '.join(f'{j}:{m}' for j, m in zip(sampled.joints, sampled.motors, strict=True))}); "
           f"condition number {condition_number(model, traj):.1f}; {plan.clamps.summary()}")

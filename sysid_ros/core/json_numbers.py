@@ -2,18 +2,21 @@
 
 Every document the package writes (``result.json``, validation reports, summaries, the recorder's
 state) is strict JSON: :func:`strict_json` turns NumPy arrays and scalars into JSON values and
-non-finite floats into None, so ``json.dumps(..., allow_nan=False)`` never meets one.
+non-finite floats into None, so ``json.dumps(..., allow_nan=False)`` never meets one;
+:func:`dumps_strict` is that text. Files are written by :func:`sysid_ros.core.atomic.write_json`
+(``result.json`` by its owner, :class:`sysid_ros.core.result_file.ResultFile`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["json_number", "json_numbers", "strict_json"]
+__all__ = ["dumps_strict", "json_number", "json_numbers", "strict_json"]
 
 
 def json_number(x: float) -> float | None:
@@ -43,3 +46,9 @@ def strict_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [strict_json(v) for v in value]
     return value
+
+
+def dumps_strict(value: Any, **kwargs: Any) -> str:
+    """JSON text of ``value`` under the one number rule (:func:`strict_json`): never ``NaN`` or
+    ``Infinity``; ``kwargs`` as :func:`json.dumps` (``indent``)."""
+    return json.dumps(strict_json(value), allow_nan=False, **kwargs)

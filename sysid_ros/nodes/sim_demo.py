@@ -17,7 +17,6 @@ writes plots and result files to the output folder.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.atomic import write_json
 from sysid_ros.core.errors import InterruptError, SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import payload_target
@@ -495,10 +495,7 @@ def _report(opts: DemoOptions, model: RobotModel, payload: Payload, out: Path, o
                                               .relative if np.isfinite(e)],
             "com_error_mm": 1e3 * float(np.linalg.norm(q.com - true_q.com)),
         }
-    path = out / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    tmp.replace(path)
+    write_json(out / "summary.json", summary)
     _say(opts, f"done in {elapsed:.1f} s; results in {out} (summary.json, convergence.png, "
                "torque_heldout.png, batch_*/, bag/)")
     return summary

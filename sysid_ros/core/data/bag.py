@@ -40,6 +40,7 @@ from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.data import mcap_crc
 from sysid_ros.core.data.cdr import read_joint_arrays
 from sysid_ros.core.data.columns import ColumnMap
@@ -189,6 +190,7 @@ def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage
             (tmp_bag / TRUTH_FILE).write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
         if path.exists():
             shutil.rmtree(path)
+        # a bag is a folder renamed into place whole (not core.atomic's files): see core/atomic.py
         os.replace(tmp_bag, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -512,9 +514,7 @@ class BagRecording:
 
     def save_state(self, state: dict[str, Any]) -> None:
         """Keep ``state`` (e.g. loss counts so far) beside the partial bag for :func:`recover_bag`."""
-        tmp = self._staging / f".{PARTIAL_STATE}.tmp"
-        tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, self._staging / PARTIAL_STATE)
+        write_atomic(self._staging / PARTIAL_STATE, json.dumps(state))
 
     def close(self) -> Path:
         """Finish the bag and move it to its final name. Returns the path.
@@ -527,6 +527,8 @@ class BagRecording:
         try:
             self._writer.close()
             mcap_crc.seal_bag(self._tmp)
+            # the bag folder renamed whole; on failure the staging stays for `sysid bag recover`
+            # (the recorder's own protocol, not core.atomic's all-or-nothing files)
             os.replace(self._tmp, self.path)
         except BaseException:
             log.error("bag %s not finished: its data stays in %s; run `sysid bag recover %s`",

@@ -213,6 +213,7 @@ def recover_bag(path: str | Path) -> Recovery:
             writer.set_custom_data("sysid_ros.recovered_from", str(folder))
             writer.set_custom_data("sysid_ros.truncated_bytes", str(scan.truncated))
         mcap_crc.seal_bag(staging / final.name)
+        # the rebuilt bag folder renamed whole (the recorder's protocol, see core/data/bag.py)
         os.replace(staging / final.name, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.atomic import atomic_path
 from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, time_scale
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import RobotModel
@@ -420,10 +421,8 @@ def write_csv(dataset: Dataset, path: str | Path) -> Path:
     path = Path(path)
     header = ["time"] + [f"{k}_{j}" for k in ("q", "dq", "tau") for j in dataset.joint_names]
     table = np.column_stack((dataset.t, dataset.q, dataset.dq, dataset.tau))
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows([[repr(float(x)) for x in row] for row in table])
-    tmp.replace(path)
     return path

@@ -5,7 +5,6 @@ monitor``), plus the model's parameters from an identification's ``result.json``
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from sysid_ros.core.monitor.detector import (
     detect_contacts,
 )
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN, MomentumObserver, observer_residuals
+from sysid_ros.core.result_file import ResultFile
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,7 @@ def parameters_from_result(model: RobotModel, path: str | Path) -> np.ndarray:
     """θ of ``model`` with the exported parameters of a ``result.json`` (``sysid identify``,
     ``batch_solver``) written over the model's own values (names it does not hold keep them;
     friction offsets ``Fo`` come only from here: an MJCF cannot hold them)."""
-    path = Path(path)
-    try:
-        values = json.loads(path.read_text())["exported_parameters"]["values"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SysIdError(f"expected a result.json with exported_parameters.values, got {path} "
-                         f"({type(exc).__name__}: {exc})") from None
+    values = ResultFile.exported_values(path)
     known = set(model.param_names)
     unknown = sorted(set(values) - known)
     if unknown and not set(values) & known:

@@ -38,6 +38,7 @@ import numpy as np
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import ConvexProgram
 from sysid_ros.core.errors import IdentificationError
+from sysid_ros.core.json_numbers import json_number as _num
 from sysid_ros.core.model.target import Plausibility, Target
 from sysid_ros.core.online.drift import INITIAL_STD, parameter_scale
 
@@ -86,10 +87,6 @@ class Projection:
                 "moved": {k: float(v) for k, v in self.moved.items()},
                 "violated_by_raw_estimate": list(self.violated), "binding": list(self.binding),
                 "status": self.status, "solve_time_s": float(self.solve_time)}
-
-
-def _num(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
 
 
 class ConsistentProjection:

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.atomic import atomic_path
 from sysid_ros.core.batch.friction_shape import with_friction_shape_reports
 from sysid_ros.core.batch.least_squares import ols
 from sysid_ros.core.batch.methods import standard_result
 from sysid_ros.core.batch.prepared import Prepared
 from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.json_numbers import json_number
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.estimator import OnlineEstimator
 from sysid_ros.core.online.session import OnlineOptions, OnlineSession
@@ -83,9 +85,8 @@ def write_trajectory(path: Path, est: OnlineEstimator) -> Path:
     """``estimates.csv``: time, divergence to truth, and every parameter over time."""
     header = ",".join(["time", "divergence_to_truth", *est.target.names])
     table = np.column_stack((est.log.t, est.log.divergence, np.array(est.log.theta)))
-    tmp = path.with_suffix(".tmp")
-    np.savetxt(tmp, table, delimiter=",", header=header, comments="")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        np.savetxt(tmp, table, delimiter=",", header=header, comments="")
     return path
 
 
@@ -148,7 +149,7 @@ def online_result(prep: Prepared, est) -> IdentificationResult:
         extra["online"]["projection"] = projection.as_dict()
         if est.truth is not None:  # the log's last finite divergence may be an earlier estimate's
             final = prep.target.divergence(theta, est.truth)
-            extra["online"]["final_divergence_to_truth"] = final if np.isfinite(final) else None
+            extra["online"]["final_divergence_to_truth"] = json_number(final)
         if projection.status != "unchanged":
             solver = SolverStatus(solver=est.estimator, status=projection.status,
                                   binding_constraints=projection.binding)

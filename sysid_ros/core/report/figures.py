@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.json_numbers import json_number
 from sysid_ros.core.model.ellipsoid import body_ellipsoids
 from sysid_ros.core.report.plotting import envelope
 from sysid_ros.core.report.report_data import TorqueSeries
@@ -38,7 +39,8 @@ def _list(a: np.ndarray, digits: int = 6) -> list[float | None]:
     """Finite values rounded to ``digits`` significant digits (JSON size), NaN/inf as ``None``."""
     out: list[float | None] = []
     for v in np.asarray(a, dtype=float).reshape(-1).tolist():
-        out.append(float(f"{v:.{digits}g}") if math.isfinite(v) else None)
+        v = json_number(v)
+        out.append(None if v is None else float(f"{v:.{digits}g}"))
     return out
 
 

@@ -3,21 +3,17 @@
 The writer solves and estimates nothing: it formats what the :class:`IdentificationResult` holds
 (the exported parameters are ``result.parameters``) and what the caller evaluated
 (:func:`~sysid_ros.core.report.metrics.evaluate`). Files are written into a staging folder and
-moved into the output folder only when all of them exist, so a failed run leaves nothing behind.
-The staging folder, ``.sysid-partial-<pid>-*``, names the writing process: one left by a process
-that was killed (``kill -9``) is removed by the next write into the same folder
-(:func:`remove_stale_staging`; the outputs can be recomputed).
+moved into the output folder only when all of them exist, so a failed run leaves nothing behind
+(:class:`~sysid_ros.core.atomic.StagedFiles`: a staging folder left by a killed process is removed
+by the next write into the same folder, :func:`remove_stale_staging`; the outputs can be
+recomputed). ``result.json`` is built and written by its owner,
+:class:`~sysid_ros.core.result_file.ResultFile`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
-import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.atomic import StagedFiles
+from sysid_ros.core.atomic import remove_stale_staging as remove_stale_staging  # where it was
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.consistency import realizable_inertia
 from sysid_ros.core.model.layout import body_params_from_inertial, inertial_from_body_params
@@ -36,50 +34,11 @@ from sysid_ros.core.report.plotting import envelope, pyplot, save_figure
 from sysid_ros.core.report.provenance import provenance
 from sysid_ros.core.report.report_data import REPORT_FILE, TORQUES_FILE, ReportInputs, write_torques
 from sysid_ros.core.result import IdentificationResult
+from sysid_ros.core.result_file import NAME as RESULT_NAME
+from sysid_ros.core.result_file import ResultFile
 from sysid_ros.core.sim.synthetic import Payload, payload_spec
 
 log = logging.getLogger(__name__)
-
-STAGING_PREFIX = ".sysid-partial-"
-_STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
-
-
-def remove_stale_staging(out_dir: str | Path) -> list[Path]:
-    """Remove the staging folders ``.sysid-partial-<pid>-*`` in ``out_dir`` whose process no longer
-    runs (a writer killed before it finished; same host); each removal is logged as a warning.
-    Folders of running processes are left alone, and so are unnamed ones of older versions
-    (``.sysid-partial-*`` without a pid: reported, to be removed by hand). Returns the removed."""
-    removed = []
-    for folder in sorted(Path(out_dir).glob(f"{STAGING_PREFIX}*")):
-        if not folder.is_dir():
-            continue
-        match = _STAGING_PID.match(folder.name)
-        if match is None:
-            log.warning("%s: partial output of an older version, left as it is (remove it if no "
-                        "identification is writing into %s)", folder, out_dir)
-            continue
-        pid = int(match.group(1))
-        if _running(pid):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
-            log.warning("removed %s: partial output of process %d, which ended before it finished",
-                        folder, pid)
-            removed.append(folder)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (one of another user counts)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _shape_bound_lines(extra: dict) -> list[str]:
@@ -246,29 +205,12 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
     if result.parameters is None:
         raise SysIdError(f"{result.method}: the result exports no standard parameters to write")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(out_dir)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out_dir))
-    try:
-        doc = result.as_dict()
-        doc["target"] = {"kind": target.kind, "body": None if target.body is None
-                         else target.model.body_name(target.body), "model": target.model.source}
-        doc["target"]["prior"] = dict(zip(target.names, map(float, target.prior), strict=True))
-        if target.kind == "arm":  # the joint-term prior the regularisers and the pull leaned on
-            first = target.model.n_body_params
-            doc["target"]["joint_term_prior"] = dict(zip(target.names[first:],
-                                                         map(float, target.prior[first:]), strict=True))
-        doc["fit"] = evaluation.fit.errors.as_dict()
-        if evaluation.validation is not None:
-            doc["validation"] = evaluation.validation.errors.as_dict()
-        if evaluation.truth is not None:
-            doc["truth_comparison"] = evaluation.truth.as_dict()
-        doc["divergence_to_prior"] = _num(evaluation.divergence_to_prior)
-        doc["provenance"] = provenance(inputs=inputs, model=_model_file(target))
-        doc.update(extra or {})
-        names = ["result.json", TORQUES_FILE]
-        text = dumps_strict(doc, indent=2, default=json_default)
-        (staging / "result.json").write_text(text + "\n")
+    with StagedFiles(out_dir) as stage:
+        staging = stage.path
+        doc = ResultFile.document(result, target, evaluation, extra={
+            "provenance": provenance(inputs=inputs, model=_model_file(target)), **(extra or {})})
+        names = [RESULT_NAME, TORQUES_FILE]
+        ResultFile.write(staging / RESULT_NAME, doc)
         joints = result.joint_names or tuple(f"dof{i}" for i in range(evaluation.fit.measured.shape[1]))
         write_torques(staging / TORQUES_FILE, joints,
                       {"fit": evaluation.fit, "validation": evaluation.validation})
@@ -284,13 +226,7 @@ def write_outputs(out_dir: str | Path, result: IdentificationResult, target: Tar
                 names.append("torque_validation.png")
         if report and _write_report(staging, out_dir):
             names.append(REPORT_FILE)
-        paths = []
-        for name in names:
-            os.replace(staging / name, out_dir / name)
-            paths.append((out_dir / name).resolve())
-        return paths, json.loads(text)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        return stage.commit(names), doc
 
 
 def _model_file(target: Target) -> str | None:
@@ -304,7 +240,7 @@ def _write_report(staging: Path, out_dir: Path) -> bool:
     from sysid_ros.core.report.html import build_report
 
     try:
-        inputs = replace(ReportInputs.load(staging), folder=out_dir, result_path=out_dir / "result.json")
+        inputs = replace(ReportInputs.load(staging), folder=out_dir, result_path=out_dir / RESULT_NAME)
         (staging / REPORT_FILE).write_text(build_report(inputs), encoding="utf-8")
     except SysIdError as exc:
         log.warning("not writing %s: %s", REPORT_FILE, exc)
@@ -377,35 +313,3 @@ def _plot(path: Path, fit: TorqueFit, result: IdentificationResult, title: str) 
     height = fig.get_figheight()
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.55 / height, top=1 - 0.45 / height, hspace=0.15)
     save_figure(fig, path, dpi=90, tight=False)
-
-
-def _num(x: float) -> float | None:
-    return None if np.isnan(x) else float(x)
-
-
-def strict_json(x: Any) -> Any:
-    """``x`` with every non-finite number (NaN, ±inf) as ``None`` (JSON null), NumPy values as
-    Python ones: what ``json.dumps(..., allow_nan=False)`` accepts and strict parsers read."""
-    if isinstance(x, dict):
-        return {k: strict_json(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [strict_json(v) for v in x]
-    if isinstance(x, np.ndarray | np.generic):
-        return strict_json(x.tolist())
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
-def dumps_strict(x: Any, **kwargs) -> str:
-    """JSON text of ``x`` under the one number rule (:func:`strict_json`): never ``NaN``/``Infinity``."""
-    return json.dumps(strict_json(x), allow_nan=False, **kwargs)
-
-
-def json_default(x: Any) -> Any:
-    """``json.dumps(..., default=json_default)``: NumPy arrays and scalars as JSON values."""
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(f"not JSON serialisable: {type(x)}")

@@ -20,7 +20,6 @@ import html
 import json
 import logging
 import os
-import uuid
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.report.figures import link_figure, precision_figure, residual_figure, torque_figure
 from sysid_ros.core.report.report_data import REPORT_FILE, ReportInputs
@@ -326,10 +326,4 @@ def write_report(folder: str | os.PathLike[str], *, out: str | os.PathLike[str] 
     inputs = ReportInputs.load(folder)
     text = build_report(inputs, js=js)
     path = Path(out) if out is not None else Path(folder) / REPORT_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")  # umask applies
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomic(path, text)

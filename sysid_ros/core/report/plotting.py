@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.atomic import atomic_path
+
 __all__ = ["envelope", "pyplot", "save_figure"]
 
 #: points drawn per line: a min and a max per bin, ~2 per pixel column of a 10 in figure at 90 dpi
@@ -30,13 +32,11 @@ def save_figure(fig, path: str | Path, *, dpi: int = 100, tight: bool = True) ->
     path = Path(path)
     if tight:
         fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
     try:
-        fig.savefig(tmp, dpi=dpi)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.result_file import NAME as RESULT_FILE
+from sysid_ros.core.result_file import ResultFile
 
 __all__ = ["REPORT_FILE", "RESULT_FILE", "SERIES_TITLES", "TORQUES_FILE", "VALIDATION_FILE",
            "ReportInputs", "TorqueSeries", "read_result", "read_torques", "write_torques"]
 
-RESULT_FILE = "result.json"
 TORQUES_FILE = "torques.npz"
 VALIDATION_FILE = "validation.json"
 REPORT_FILE = "report.html"
@@ -95,19 +96,13 @@ def read_torques(path: str | os.PathLike[str]) -> tuple[tuple[str, ...], list[To
 
 
 def read_result(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The content of a ``result.json`` (the report's one reader of it).
-
-    TODO(ResultFile): read through the application layer's result-file owner once it exists."""
+    """The content of a ``result.json`` (:meth:`ResultFile.load`: migrated to the current schema),
+    which the report needs with ``method`` and ``base_parameters`` (a batch or replayed result)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SysIdError(f"{path}: expected a result.json of sysid identify, got "
-                         f"{type(exc).__name__}: {exc}") from None
-    if not isinstance(doc, dict) or "method" not in doc or "base_parameters" not in doc:
+    doc = ResultFile.load(path)
+    if "method" not in doc or "base_parameters" not in doc:
         raise SysIdError(f"{path}: expected a result.json of sysid identify (with 'method' and "
-                         f"'base_parameters'), got "
-                         f"{sorted(doc) if isinstance(doc, dict) else type(doc).__name__}")
+                         f"'base_parameters'), got {sorted(doc)}")
     return doc
 
 

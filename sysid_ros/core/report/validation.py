@@ -33,7 +33,6 @@ under the MIT law; identifications run :func:`~sysid_ros.core.batch.identify.ide
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -43,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from sysid_ros.core.atomic import write_json
 from sysid_ros.core.batch.identify import METHODS, IdentifyOptions, identify, prepare, run_method
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.fourier import FourierTrajectory, Limits
@@ -50,7 +50,7 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import json_number as _num
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Target, batch_target
-from sysid_ros.core.report.files import json_default, write_outputs
+from sysid_ros.core.report.files import write_outputs
 from sysid_ros.core.report.metrics import base_parameter_errors, evaluate, heldout_torque
 from sysid_ros.core.report.plotting import pyplot, save_figure
 from sysid_ros.core.report.validation_types import (
@@ -376,12 +376,7 @@ def write_report(out: str | os.PathLike[str], report: ValidationReport, *, plots
     """``validation.json`` and, with ``plots``, ``tracking.png``, ``torque_prediction.png`` and
     ``parameters.png`` into ``out`` (each written whole, through a temporary file)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "validation.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report.as_dict(), indent=2, default=json_default) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    paths = [path]
+    paths = [write_json(out / "validation.json", report.as_dict())]
     if plots:
         by_name = {c.name: c for c in report.checks}
         for writer in (_plot_tracking, _plot_torque, _plot_parameters):

@@ -22,6 +22,8 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import json_number as _num
 from sysid_ros.core.model.robot import JOINT_FIELDS, RobotModel
 from sysid_ros.core.model.target import Target, batch_target
+from sysid_ros.core.result_file import NAME as RESULT_NAME
+from sysid_ros.core.result_file import ResultFile
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset, with_payload
 
@@ -167,14 +169,14 @@ class Identified:
         identified with; the joint terms are the result's."""
         path = Path(result)
         if path.is_dir():
-            path = path / "result.json"
+            path = path / RESULT_NAME
+        doc = ResultFile.load(path, what="a result.json of 'sysid identify' with 'parameters'")
         try:
-            doc = json.loads(path.read_text())
             params = {name: float(item["value"] if isinstance(item, Mapping) else item)
                       for name, item in doc["parameters"].items()}
             method = str(doc.get("method", ""))
             kind = (doc.get("target") or {}).get("kind", "arm")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SysIdError(f"{path}: expected a result.json of 'sysid identify' with 'parameters', "
                              f"got {type(exc).__name__}: {exc}") from None
         if kind != "arm":
