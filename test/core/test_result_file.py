@@ -60,7 +60,8 @@ def test_the_batch_writer_writes_version_2_in_strict_json_and_load_reads_it_back
     assert text == ResultFile.dumps(doc) + "\n"
     assert "NaN" not in text and "Infinity" not in text
     on_disk = json.loads(text)
-    assert list(on_disk)[:2] == ["schema_version", "method"] and on_disk["schema_version"] == SCHEMA_VERSION == 2
+    assert list(on_disk)[:2] == ["schema_version", "method"]
+    assert on_disk["schema_version"] == SCHEMA_VERSION == 2
     assert on_disk["not_a_number"] is None  # the one number rule
     assert ResultFile.load(path) == on_disk == doc
     assert ResultFile.load(out) == doc  # a folder holding one
@@ -111,7 +112,8 @@ def test_bad_files_are_refused_with_one_line(written, tmp_path):
         ResultFile.load(garbage)
     listed = tmp_path / "list.json"
     listed.write_text("[1, 2]")
-    with pytest.raises(SysIdError, match=r"expected a result.json of sysid identify \(a JSON object\), got list"):
+    with pytest.raises(SysIdError, match=r"expected a result.json of sysid identify \(a JSON object\), "
+                       r"got list"):
         ResultFile.load(listed)
     with pytest.raises(SysIdError, match="expected a result.json with exported_parameters.values, got "
                        f"{tmp_path / 'missing.json'}"):
