@@ -145,31 +145,29 @@ def _eigh_one(a: np.ndarray, values_only: bool):
     ])
 
 
-def eigh(a) -> tuple[np.ndarray, np.ndarray]:
-    """``(w, v)`` ascending eigenvalues and eigenvectors of symmetric ``a (..., n, n)`` (lower
-    triangle used, as :func:`numpy.linalg.eigh`): syevd, then syevr, then syev."""
-    a = _finite(a, "symmetric eigendecomposition")
+def _eigh_any(a, values_only: bool, what: str):
+    """:func:`numpy.linalg.eigh` (or eigvalsh) of ``a (..., n, n)``, each matrix of the stack
+    through the LAPACK fall-backs of :func:`_eigh_one` when numpy's driver fails."""
+    a = _finite(a, what)
     try:
-        return np.linalg.eigh(a)
+        return np.linalg.eigvalsh(a) if values_only else np.linalg.eigh(a)
     except np.linalg.LinAlgError:
         pass
     if a.ndim == 2:
-        return _eigh_one(a, False)
-    flat = a.reshape(-1, *a.shape[-2:])
-    parts = [_eigh_one(m, False) for m in flat]
-    w = np.stack([p[0] for p in parts]).reshape(a.shape[:-1])
-    v = np.stack([p[1] for p in parts]).reshape(a.shape)
-    return w, v
+        return _eigh_one(a, values_only)
+    parts = [_eigh_one(m, values_only) for m in a.reshape(-1, *a.shape[-2:])]
+    if values_only:
+        return np.stack(parts).reshape(a.shape[:-1])
+    return (np.stack([p[0] for p in parts]).reshape(a.shape[:-1]),
+            np.stack([p[1] for p in parts]).reshape(a.shape))
+
+
+def eigh(a) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, v)`` ascending eigenvalues and eigenvectors of symmetric ``a (..., n, n)`` (lower
+    triangle used, as :func:`numpy.linalg.eigh`): syevd, then syevr, then syev."""
+    return _eigh_any(a, False, "symmetric eigendecomposition")
 
 
 def eigvalsh(a) -> np.ndarray:
     """Ascending eigenvalues of symmetric ``a (..., n, n)``: syevd, then syevr, then syev."""
-    a = _finite(a, "symmetric eigenvalues")
-    try:
-        return np.linalg.eigvalsh(a)
-    except np.linalg.LinAlgError:
-        pass
-    if a.ndim == 2:
-        return _eigh_one(a, True)
-    flat = a.reshape(-1, *a.shape[-2:])
-    return np.stack([_eigh_one(m, True) for m in flat]).reshape(a.shape[:-1])
+    return _eigh_any(a, True, "symmetric eigenvalues")
