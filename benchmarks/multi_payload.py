@@ -2,7 +2,7 @@
 """Issue 15: joint identification from runs with different known payloads (the seed's
 multi-payload test, 0/2/5/10 kg) against each run alone.
 
-A 3-joint arm (the one of test/unit/test_multi_payload.py), payloads on its last link 0.3 m out,
+A 3-joint arm (the one of test/core/batch/test_multi_run.py), payloads on its last link 0.3 m out,
 15 s runs of different random excitations (seeds that keep every joint inside its range), torque
 noise ``--noise`` N·m, logged torque = true / gain with per-joint gains ``--gains`` (1 1 1: a
 calibrated sensor). Printed per case: the scaled
@@ -22,9 +22,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "test" / "unit"))
+sys.path.insert(0, str(ROOT / "test" / "core" / "batch"))
 
-from test_multi_payload import ARM  # noqa: E402
+from test_multi_run import ARM  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.batch.identify import IdentifyOptions  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 15: Stribeck friction identified with its velocity found by separable least squares.
 
-The 3-joint arm of test/unit/test_stribeck.py (Coulomb 0.4 N·m, viscous 0.3 N·m·s/rad, Stribeck
+The 3-joint arm of test/core/batch/test_stribeck.py (Coulomb 0.4 N·m, viscous 0.3 N·m·s/rad, Stribeck
 0.6/0.5/0.3 N·m at q̇s = 0.08 rad/s) simulated for ``--duration`` s with torque noise ``--noise``
 N·m. Printed: the q̇s found, Fs/Fc/Fv per joint against the truth, the relative torque error with
 and without the Stribeck term, and on a held-out run the torque RMSE of both models.
@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test"))  # the test oracles the arm's test module uses
-sys.path.insert(0, str(ROOT / "test" / "unit"))
+sys.path.insert(0, str(ROOT / "test" / "core" / "batch"))
 
 from test_stribeck import ARM, FS_TRUE, QS_TRUE  # noqa: E402
 

@@ -22,7 +22,7 @@ pieces (the online conditioning); :func:`steady_state` starts a filter without a
 The zero-phase filter of the batch path is :mod:`sysid_ros.core.data.zero_phase`. Why not
 ``scipy.signal``: its import costs 0.4 s (it pulls in ``scipy.stats``) for a design of a few lines
 and a filter loop, a fifth of ``sysid identify``'s whole time budget; the design is checked
-against the definition and against SciPy's in ``test/unit/test_butterworth.py``.
+against the definition and against SciPy's in ``test/core/data/test_butterworth.py``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The same arithmetic as ``scipy.signal.sosfiltfilt(sos, x, axis=0, padtype="odd",
 ``sosfilt_zi(sos)·x₀`` (:func:`~sysid_ros.core.data.butterworth.steady_state`), a backward pass
 started from the steady state for ``y_end``, each section in transposed direct form II), in the
 same order of operations, so the results agree with SciPy's to rounding
-(``test/unit/test_zero_phase.py``). Why not SciPy's: ``sosfiltfilt`` on axis 0 of
+(``test/core/data/test_zero_phase.py``). Why not SciPy's: ``sosfiltfilt`` on axis 0 of
 a ``(N, C)`` array moves the axis last and copies the array three times (extension, transposed
 contiguous copy per pass), and filters one column at a time; for the 40,000 × 468 regressor of an
 8 s UR5e log at 5 kHz that is 0.12–0.25 s (0.3–1 s given the ``(40000, 6, 78)`` array itself).

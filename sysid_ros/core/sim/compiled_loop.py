@@ -5,7 +5,7 @@ around a 3–4 µs ``mj_step`` of a 6-DOF arm (the IV instruments' simulation: 4
 iteration, ~60 ms). This loop does the same arithmetic per step — ``τ = kp (q* − q) + kd (q̇* − q̇)
 + τ_ff`` on the state before the step, clipped to the torque limits, written to ``qfrc_applied``,
 then ``mj_step`` — in the same order of floating-point operations (no fast-math), so the states
-are the Python loop's bit for bit (``test/unit/test_compiled_loop.py``), at the cost of
+are the Python loop's bit for bit (``test/core/sim/test_compiled_loop.py``), at the cost of
 ``mj_step`` alone.
 
 ``mj_step`` is called through its address in MuJoCo's shared library (the one the Python bindings

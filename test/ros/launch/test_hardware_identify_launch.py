@@ -1,0 +1,87 @@
+"""launch_testing: the real hardware_identify launch file with ``use_emulator:=true`` starts its one
+bridge node (which builds an emulated bus in its own process), the trajectory publisher and the
+estimator; joint states flow from the bridge (its relative topics remapped to the graph's), the
+excitation moves the arm, estimates are published, and every process exits cleanly on shutdown
+with the motors disabled. Runs on a ROS install with launch_testing (colcon test); skipped
+elsewhere."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import unittest
+
+import pytest
+
+pytest.importorskip("launch_testing")
+pytest.importorskip("launch")
+pytest.importorskip("launch_ros")
+
+import launch_testing.actions
+import launch_testing.asserts
+import rclpy
+from ament_index_python.packages import get_package_share_directory
+from diagnostic_msgs.msg import DiagnosticArray
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from sysid_ros.msg import ParameterEstimate
+
+import launch
+
+pytestmark = pytest.mark.launch
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_domain.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_domain import use_private_domain  # noqa: E402
+
+use_private_domain()
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@pytest.mark.launch_test
+def generate_test_description():
+    share = get_package_share_directory("sysid_ros")
+    include = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(os.path.join(share, "launch", "hardware_identify.launch.py")),
+        launch_arguments={"use_emulator": "1", "record": "false", "excitation_time": "10"}.items())
+    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
+
+
+class TestHardwareGraph(unittest.TestCase):
+    def test_joint_states_move_and_estimates_come(self, proc_output):
+        rclpy.init()
+        try:
+            node = rclpy.create_node("hardware_launch_test")
+            states, estimates, diagnostics = [], [], []
+            node.create_subscription(JointState, "/joint_states", states.append, 100)
+            node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, LATCHED)
+            node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
+            deadline = time.monotonic() + 90.0
+            while time.monotonic() < deadline and not (len(states) > 2000 and estimates):
+                rclpy.spin_once(node, timeout_sec=0.1)
+            self.assertGreater(len(states), 2000, "the bridge publishes joint states")
+            self.assertTrue(estimates, "the estimator publishes estimates")
+            moved = max(abs(a - b) for a, b in zip(states[-1].position, states[0].position, strict=True))
+            self.assertGreater(moved, 0.01, "the excitation moves the emulated arm")
+            loops = [s for a in diagnostics for s in a.status if s.name == "damiao_bridge: control loop"]
+            self.assertTrue(loops and not loops[-1].message.startswith("ALL MOTORS DISABLED"))
+            node.destroy_node()
+        finally:
+            rclpy.shutdown()
+        proc_output.assertWaitFor("EMULATED motors on virtual channel", timeout=5)
+
+
+@launch_testing.post_shutdown_test()
+class TestShutdown(unittest.TestCase):
+    def test_exit_codes(self, proc_info):
+        launch_testing.asserts.assertExitCodes(proc_info)  # 0: one SIGINT ends every node
+
+    def test_motors_disabled_at_exit(self, proc_output):
+        text = "".join(out.text.decode(errors="replace") for proc in proc_output.processes()
+                       for out in proc_output[proc])
+        self.assertIn("all 6 motors disabled", text)
+        self.assertIn("emulator motor states at stop: joint1=0x0", text)
+        self.assertEqual(text.count("EMULATED motors on virtual channel"), 1)  # one bridge node

@@ -1,0 +1,58 @@
+"""A test's own ROS side (rclpy imported only when one is made)."""
+
+from __future__ import annotations
+
+
+class SpinningNode:
+    """A test's own ROS side: a context in ``domain_id``, one node spun by a background thread
+    until :meth:`close`; :meth:`publish` waits out a reliable writer's back-pressure."""
+
+    def __init__(self, name: str, domain_id: int) -> None:
+        import threading
+
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.backpressure = 0  # writes refused while a reader caught up (each retried)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:  # the context shut down under it
+                return
+
+    def publish(self, pub, msg, timeout: float = 60.0) -> None:
+        """Publish ``msg`` on ``pub``: a reliable KEEP_ALL writer whose history is full (its
+        reader has not acknowledged yet) refuses a write after its blocking time; the same
+        sample is then written again, never skipped."""
+        import threading
+        import time
+
+        from rclpy.impl.implementation_singleton import rclpy_implementation
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                pub.publish(msg)
+                return
+            except rclpy_implementation.RCLError:
+                if time.monotonic() > deadline:
+                    raise
+                self.backpressure += 1
+                threading.Event().wait(0.005)
+
+    def close(self) -> None:
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self._thread.join(timeout=5)
