@@ -99,9 +99,15 @@ class Rig:
         self.bridge = Bridge(self.config, bus=self.bus, on_sample=on_sample or self.samples.append,
                              on_trip=self.trips.append, on_replay_done=self.done.set,
                              timebase=self.emulated.timebase)
+        self._closed = False
         self.emulated.start()
 
     def close(self) -> None:
+        """Motors disabled, threads and buses released (idempotent: the fixture closes every rig
+        it made, a test may close one earlier)."""
+        if self._closed:
+            return
+        self._closed = True
         self.bridge.shutdown()
         self.emulated.close()
         self.notifier.stop()
