@@ -161,22 +161,21 @@ def test_a_wrong_drive_gain_costs_torque_and_says_so(case):
                for line in lines), lines
 
 
-#: (model, folder, dual_metric's held-out error over pc_ls's at most): the issue's 10 % holds on the
-#: 7-DOF arms; on the 6-DOF UR5e-like and Damiao arms dual_metric was 1.45x and 1.38x pc_ls's when
-#: this test was written (not yet met, issue 22) and the bound keeps it from getting worse
-ROBOTS = [("gen3.xml", TEST_ROBOTS, 1.10), ("ur5e.xml", TEST_ROBOTS, 1.6),
-          ("yam_damiao.xml", TEST_ROBOTS.parent.parent / "config" / "robots", 1.5)]
+#: (model, folder): the repository's other arms
+ROBOTS = [("gen3.xml", TEST_ROBOTS), ("ur5e.xml", TEST_ROBOTS),
+          ("yam_damiao.xml", TEST_ROBOTS.parent.parent / "config" / "robots")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("robot", "folder", "dual_bound"), ROBOTS, ids=[r for r, _, _ in ROBOTS])
-def test_every_robot_exports_a_plausible_model_that_predicts_held_out_torque(robot, folder, dual_bound):
+@pytest.mark.parametrize(("robot", "folder"), ROBOTS, ids=[r for r, _ in ROBOTS])
+def test_every_robot_exports_a_plausible_model_that_predicts_held_out_torque(robot, folder):
     """The repository's other robots, each as a vendor log (the REAL_LIKE_7DOF style's clock,
     gaps and noise; true inertials 10 % off and its second and fourth links' CAD 30 % off; joint
     friction and offsets the model file does not have), pc_ls and dual_metric: every link's mass
     within [½, 2] x the truth's and smallest principal moment at least 10 % of the model file's,
     pc_ls's held-out torque within 2x the true robot's (UR5e-like: 1.75x measured, gen3 < 1.3x),
-    dual_metric's within ``dual_bound`` of pc_ls's."""
+    dual_metric's within 10 % of pc_ls's (it was 1.45x and 1.38x on the UR5e-like and Damiao arms
+    while the metric was minimised over too, see core.batch.dual_metric)."""
     model = RobotModel.from_mjcf(folder / robot, joint_terms=joint_terms("coulomb,viscous,offset", True))
     names = [model.body_name(b) for b in model.param_bodies]
     style = replace(REAL_LIKE_7DOF, torque_per_amp=1.0, offset=0.1, coulomb=0.3, viscous=0.2,
@@ -198,4 +197,4 @@ def test_every_robot_exports_a_plausible_model_that_predicts_held_out_torque(rob
             assert ratio >= MOMENT_FLOOR, (robot, method, model.body_name(b), ratio)
     reference = heldout_torque(target, held_out, truth).errors.rms
     assert error["pc_ls"] <= 2.0 * reference, (error, reference)
-    assert error["dual_metric"] <= dual_bound * error["pc_ls"], error
+    assert error["dual_metric"] <= 1.10 * error["pc_ls"], error

@@ -143,10 +143,11 @@ def dual_metric(prep: Prepared, options: IdentifyOptions, say) -> Identification
     weight = options.regularization if options.regularization > 0 else 0.0
     sol = dual_metric_program(prep.target, x, y, ym, m_known,
                               regularizer="pullback" if weight > 0 else None, weight=weight)
-    extra = multipliers(sol) | {"samples": int(sel.size), "newton_steps": sol.iterations,
+    extra = multipliers(sol) | {"samples": int(sel.size), "reweighting_steps": sol.iterations,
                                 REFERENCE: ("least squares weighted by M(θ)⁻¹ at the estimate",
                                             _metric_weighted_beta(prep, x, y, ym, m_known, sol.theta))}
-    return standard_result("dual_metric", prep, sol.theta, sol.solve_time, solver_status(sol), extra)
+    status = solver_status(sol, iterations=sol.iterations, converged=sol.status == "optimal")
+    return standard_result("dual_metric", prep, sol.theta, sol.solve_time, status, extra)
 
 
 def _metric_weighted_beta(prep: Prepared, x: np.ndarray, y: np.ndarray, ym: np.ndarray,
