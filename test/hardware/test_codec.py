@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import astuple
 
 import pytest
 from hypothesis import assume, given, settings
@@ -352,19 +353,19 @@ def test_mit_codec_is_bit_identical_to_the_reference(model, fractions, raw, stat
     values = [f * rng(lim)[1] for rng, f in zip(FIELDS.values(), fractions, strict=True)]
     assert codec.encode_command(*values) == ref.encode_mit(MitCommand(*values), lim, truncate=truncate)
     assert encode_mit(MitCommand(*values), lim, truncate=truncate) == codec.encode_command(*values)
-    assert codec.decode_command(raw) == ref.decode_mit(raw, lim) == decode_mit(raw, lim)
+    assert astuple(codec.decode_command(raw)) == ref.decode_mit(raw, lim) == astuple(decode_mit(raw, lim))
     fb = Feedback(motor_id, state, values[0], values[1], values[4], *temps)
     assert codec.encode_feedback(motor_id, state, values[0], values[1], values[4], *temps) == \
         ref.encode_feedback(fb, lim) == encode_feedback(fb, lim)
     try:
         expected = ref.decode_feedback(raw, lim)
-    except CodecError:
+    except ValueError:
         expected = None  # an unknown state nibble
     assert codec.decode_feedback(raw) == (None if expected is None else (
         int(expected.state), expected.position, expected.velocity, expected.torque, expected.t_mos,
         expected.t_rotor))
     if expected is not None:
-        assert decode_feedback(raw, lim) == expected
+        assert astuple(decode_feedback(raw, lim)) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -410,11 +411,11 @@ def test_codes_are_fixed_points(bits, lo, span, code):
 
 
 def test_float_to_uint_errors():
-    with pytest.raises(CodecError, match="got nan"):
+    with pytest.raises(ValueError, match="got nan"):
         float_to_uint(math.nan, 0, 1, 12)
-    with pytest.raises(CodecError, match="hi > lo"):
+    with pytest.raises(ValueError, match="hi > lo"):
         float_to_uint(0.5, 1, 1, 12)
-    with pytest.raises(CodecError, match="code 4096 outside"):
+    with pytest.raises(ValueError, match="code 4096 outside"):
         uint_to_float(4096, 0, 1, 12)
 
 

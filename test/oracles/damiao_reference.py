@@ -14,46 +14,72 @@ compare against these):
   gear ``G``: ``p = d·G·(q − o)``, ``v = d·G·dq``, ``t = d·τ/G``, gains ÷ G²), :func:`clamp_to_motor`
   (the MIT mapping ranges);
 * :class:`PositionUnwrapper`: a reading that jumps by more than PMAX wrapped across ±PMAX.
+
+Nothing here imports :mod:`sysid_ros`: inputs are read by attribute name (a ``MitCommand``, a
+``Feedback``, ``MitLimits``, ``JointTargets`` and ``CommandLimits`` of the product, or anything
+with the same fields), outputs are plain named tuples, bad input raises :class:`ValueError`.
+The protocol facts used (frame layout, state nibbles, special commands ``FF×7 FC/FD/FE/FB``) are
+from Damiao's DM-J series manual (MIT mode, "feedback frame" and "special commands").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from sysid_ros.hardware.codec import (
-    FRAME_LENGTH,
-    CodecError,
-    Feedback,
-    MitCommand,
-    MitLimits,
-    MotorState,
-    parse_special,
-)
-from sysid_ros.hardware.safety import TARGET_FIELDS, CommandLimits, JointTargets
+FRAME_LENGTH = 8  # every MIT, feedback and special payload [bytes]
+STATES = (0x0, 0x1, 0x8, 0x9, 0xA, 0xB, 0xC, 0xD, 0xE)  # disabled, enabled, then the faults
+SPECIAL_LAST_BYTES = (0xFC, 0xFD, 0xFE, 0xFB)  # enable, disable, set zero, clear error
+FIELDS = ("position", "velocity", "effort", "kp", "kd")  # joint-space targets
+
+
+class Command(NamedTuple):
+    position: float
+    velocity: float
+    kp: float
+    kd: float
+    torque: float
+
+
+class FeedbackFields(NamedTuple):
+    motor_id: int
+    state: int
+    position: float
+    velocity: float
+    torque: float
+    t_mos: int
+    t_rotor: int
+
+
+class Targets(NamedTuple):
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+
 
 _U16, _U12 = 0xFFFF, 0xFFF
 
 
 # --------------------------------------------------------------------------------- fixed point
-def _finite(x: float, what: str) -> float:
-    try:
-        value = float(x)
-    except (TypeError, ValueError):
-        raise CodecError(f"{what}: expected a finite number, got {x!r}") from None
-    if not math.isfinite(value):
-        raise CodecError(f"{what}: expected a finite number, got {value!r}")
-    return value
+def _number(x, what: str) -> float:
+    """``x`` as a float; ValueError naming ``what`` unless it is a finite number."""
+    value = float(x) if isinstance(x, (int, float, np.floating, np.integer)) else math.nan
+    if math.isfinite(value):
+        return value
+    raise ValueError(f"{what}: expected a finite number, got {x!r}")
 
 
 def float_to_uint(x: float, lo: float, hi: float, bits: int, *, truncate: bool = False) -> int:
     """Fixed-point code of ``x`` over ``[lo, hi]`` with ``2**bits − 1`` steps: clamped, then
     rounded to nearest (ties up) or truncated."""
-    x = _finite(x, "float_to_uint value")
+    x = _number(x, "float_to_uint value")
     if not hi > lo:
-        raise CodecError(f"float_to_uint: range must have hi > lo, got [{lo}, {hi}]")
+        raise ValueError(f"float_to_uint: range must have hi > lo, got [{lo}, {hi}]")
     span = (1 << bits) - 1
     scaled = (min(max(x, lo), hi) - lo) * span / (hi - lo)
     u = int(scaled) if truncate else math.floor(scaled + 0.5)
@@ -64,7 +90,7 @@ def uint_to_float(u: int, lo: float, hi: float, bits: int) -> float:
     """Value of fixed-point code ``u`` (``0 ≤ u ≤ 2**bits − 1``) over ``[lo, hi]``."""
     span = (1 << bits) - 1
     if not 0 <= u <= span:
-        raise CodecError(f"uint_to_float: code {u} outside [0, {span}] for {bits} bits")
+        raise ValueError(f"uint_to_float: code {u} outside [0, {span}] for {bits} bits")
     return u * (hi - lo) / span + lo
 
 
@@ -79,30 +105,34 @@ def _pack_mit(p: int, v: int, kp: int, kd: int, t: int) -> bytes:
     ))
 
 
-def encode_mit(cmd: MitCommand, limits: MitLimits, *, truncate: bool = False) -> bytes:
+def _is_special(data: bytes) -> bool:
+    return data[:7] == b"\xff" * 7 and data[7] in SPECIAL_LAST_BYTES
+
+
+def encode_mit(cmd, limits, *, truncate: bool = False) -> bytes:
     """MIT payload: p 16 bit, v 12, kp 12, kd 12, τ 12, MSB first; kd one count lower where the
     bytes would read as a special command."""
-    p = float_to_uint(_finite(cmd.position, "MIT position"), -limits.pmax, limits.pmax, 16, truncate=truncate)
-    v = float_to_uint(_finite(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, 12, truncate=truncate)
-    kp = float_to_uint(_finite(cmd.kp, "MIT kp"), 0.0, limits.kp_max, 12, truncate=truncate)
-    kd = float_to_uint(_finite(cmd.kd, "MIT kd"), 0.0, limits.kd_max, 12, truncate=truncate)
-    t = float_to_uint(_finite(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, 12, truncate=truncate)
+    p = float_to_uint(_number(cmd.position, "MIT position"), -limits.pmax, limits.pmax, 16, truncate=truncate)
+    v = float_to_uint(_number(cmd.velocity, "MIT velocity"), -limits.vmax, limits.vmax, 12, truncate=truncate)
+    kp = float_to_uint(_number(cmd.kp, "MIT kp"), 0.0, limits.kp_max, 12, truncate=truncate)
+    kd = float_to_uint(_number(cmd.kd, "MIT kd"), 0.0, limits.kd_max, 12, truncate=truncate)
+    t = float_to_uint(_number(cmd.torque, "MIT torque"), -limits.tmax, limits.tmax, 12, truncate=truncate)
     data = _pack_mit(p, v, kp, kd, t)
-    if parse_special(data) is not None:
+    if _is_special(data):
         data = _pack_mit(p, v, kp, kd - 1, t)
     return data
 
 
-def decode_mit(data: bytes, limits: MitLimits) -> MitCommand:
+def decode_mit(data: bytes, limits) -> Command:
     d = bytes(data)
     if len(d) != FRAME_LENGTH:
-        raise CodecError(f"MIT command: expected 8 bytes, got {len(d)}")
+        raise ValueError(f"MIT command: expected 8 bytes, got {len(d)}")
     p = (d[0] << 8) | d[1]
     v = (d[2] << 4) | (d[3] >> 4)
     kp = ((d[3] & 0xF) << 8) | d[4]
     kd = (d[5] << 4) | (d[6] >> 4)
     t = ((d[6] & 0xF) << 8) | d[7]
-    return MitCommand(
+    return Command(
         position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
         velocity=v * 2.0 * limits.vmax / _U12 - limits.vmax,
         kp=kp * limits.kp_max / _U12,
@@ -111,18 +141,17 @@ def decode_mit(data: bytes, limits: MitLimits) -> MitCommand:
     )
 
 
-def decode_feedback(data: bytes, limits: MitLimits) -> Feedback:
+def decode_feedback(data: bytes, limits) -> FeedbackFields:
     d = bytes(data)
     if len(d) != FRAME_LENGTH:
-        raise CodecError(f"feedback frame: expected 8 bytes, got {len(d)}")
-    try:
-        state = MotorState(d[0] >> 4)
-    except ValueError:
-        raise CodecError(f"feedback frame: unknown state code 0x{d[0] >> 4:X}") from None
+        raise ValueError(f"feedback frame: expected 8 bytes, got {len(d)}")
+    state = d[0] >> 4
+    if state not in STATES:
+        raise ValueError(f"feedback frame: unknown state code 0x{state:X}")
     p = (d[1] << 8) | d[2]
     v = (d[3] << 4) | (d[4] >> 4)
     t = ((d[4] & 0xF) << 8) | d[5]
-    return Feedback(
+    return FeedbackFields(
         motor_id=d[0] & 0xF,
         state=state,
         position=p * 2.0 * limits.pmax / _U16 - limits.pmax,
@@ -133,15 +162,17 @@ def decode_feedback(data: bytes, limits: MitLimits) -> Feedback:
     )
 
 
-def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
+def encode_feedback(fb, limits) -> bytes:
     if not 0 <= int(fb.motor_id) <= 0xF:
-        raise CodecError(f"feedback motor_id: expected 0..15, got {fb.motor_id}")
-    state = MotorState(fb.state)
-    p = float_to_uint(_finite(fb.position, "feedback position"), -limits.pmax, limits.pmax, 16)
-    v = float_to_uint(_finite(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, 12)
-    t = float_to_uint(_finite(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, 12)
-    t_mos = min(max(round(_finite(fb.t_mos, "feedback t_mos")), 0), 255)
-    t_rotor = min(max(round(_finite(fb.t_rotor, "feedback t_rotor")), 0), 255)
+        raise ValueError(f"feedback motor_id: expected 0..15, got {fb.motor_id}")
+    state = int(fb.state)
+    if state not in STATES:
+        raise ValueError(f"feedback state: unknown code {state}")
+    p = float_to_uint(_number(fb.position, "feedback position"), -limits.pmax, limits.pmax, 16)
+    v = float_to_uint(_number(fb.velocity, "feedback velocity"), -limits.vmax, limits.vmax, 12)
+    t = float_to_uint(_number(fb.torque, "feedback torque"), -limits.tmax, limits.tmax, 12)
+    t_mos = min(max(round(_number(fb.t_mos, "feedback t_mos")), 0), 255)
+    t_rotor = min(max(round(_number(fb.t_rotor, "feedback t_rotor")), 0), 255)
     return bytes((
         (int(state) << 4) | int(fb.motor_id),
         p >> 8, p & 0xFF,
@@ -152,16 +183,19 @@ def encode_feedback(fb: Feedback, limits: MitLimits) -> bytes:
 
 
 # ------------------------------------------------------------------------- joint <-> motor
-def clamp_targets(targets: JointTargets, limits: CommandLimits) -> tuple[JointTargets, dict[str, int]]:
-    """Targets clamped in joint space, and per field how many joints changed."""
-    out = targets.copy()
-    out.position = np.clip(out.position, limits.lower, limits.upper)
-    out.velocity = np.clip(out.velocity, -limits.velocity, limits.velocity)
-    out.effort = np.clip(out.effort, -limits.torque, limits.torque)
-    out.kp = np.maximum(out.kp, 0.0)
-    out.kd = np.maximum(out.kd, 0.0)
-    out.kd = np.where((out.kp > 0) & (out.kd <= 0), limits.kd_default, out.kd)
-    changed = {f: int(np.count_nonzero(getattr(out, f) != getattr(targets, f))) for f in TARGET_FIELDS}
+def clamp_targets(targets, limits) -> tuple[Targets, dict[str, int]]:
+    """Targets (fields :data:`FIELDS`, each ``(n,)``) clamped in joint space to ``limits`` (lower,
+    upper, velocity, torque, kd_default), and per field how many joints changed."""
+    kp = np.maximum(np.asarray(targets.kp, dtype=float), 0.0)
+    kd = np.maximum(np.asarray(targets.kd, dtype=float), 0.0)
+    out = Targets(
+        position=np.clip(targets.position, limits.lower, limits.upper),
+        velocity=np.clip(targets.velocity, -limits.velocity, limits.velocity),
+        effort=np.clip(targets.effort, -limits.torque, limits.torque),
+        kp=kp,
+        kd=np.where((kp > 0) & (kd <= 0), limits.kd_default, kd),
+    )
+    changed = {f: int(np.count_nonzero(getattr(out, f) != getattr(targets, f))) for f in FIELDS}
     return out, changed
 
 
