@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ENV := source tools/env.sh
 OUT ?= out/demo
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 setup:
 	@tools/bootstrap.sh
@@ -15,6 +15,10 @@ demo: setup
 test: setup
 	@tools/install_browser.sh
 	@$(ENV) && ruff check . && lint-imports && python -m pytest
+
+# the unit tier without its slow tests (test/README.md): a quick check while working
+test-fast: setup
+	@$(ENV) && python -m pytest -q -m "unit and not slow"
 
 lint: setup
 	@$(ENV) && ruff check . && lint-imports

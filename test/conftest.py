@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,29 @@ os.environ.pop("ROS_STATIC_PEERS", None)
 _range = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
 _lo, _hi = (int(v) for v in _range.split("-")) if _range else (1, 100)
 _domains = itertools.cycle(range(_lo, _hi + 1)) if _range else itertools.count(1 + (os.getpid() % 50) * 2)
+
+
+# The tier of a test is its directory (test/README.md): markers are given here, not per file.
+_TEST_DIR = Path(__file__).resolve().parent
+_UNIT, _ROS, _ACCEPTANCE = ("unit",), ("ros", "slow"), ("acceptance", "slow")
+_TIERS = {"core": _UNIT, "hardware": _UNIT, "nodes": _UNIT, "cli": _UNIT, "oracles": _UNIT,
+          "support": _UNIT, "ros": _ROS, "acceptance": _ACCEPTANCE}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark every test by its directory: unit (core, hardware, nodes, cli), ros (ros/*; launch
+    also for ros/launch), acceptance; ros and acceptance are also slow. A unit test marked slow
+    in its file stays out of ``make test-fast`` (``-m "unit and not slow"``)."""
+    for item in items:
+        try:
+            parts = Path(str(item.path)).resolve().relative_to(_TEST_DIR).parts
+        except ValueError:
+            continue
+        tiers = _TIERS.get(parts[0], _UNIT) if len(parts) > 1 else _UNIT
+        if parts[:2] == ("ros", "launch"):
+            tiers = (*tiers, "launch")
+        for name in tiers:
+            item.add_marker(name)
 
 
 def pytest_sessionstart(session) -> None:
