@@ -200,8 +200,10 @@ def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
 @pytest.mark.xfail(
     strict=False,
     reason=(
-    "the estimator (normal scheduling) falls behind the bridge's 1 kHz stream on a "
-    "loaded 2-core host; open (lead's note)"))
+    "CPU: the bridge's real-time threads (loop + emulated motors) take 0.6-0.9 of the 2 cores at "
+    "250-500 Hz; the estimator (normal scheduling, ~0.6 ms of rclpy executor per JointState + "
+    "~0.3 ms per update) then gets 0.1-0.3 core beside CPU hogs and DDS drops most states; "
+    "open (graph24's note, docs/damiao-bridge.md)"))
 @pytest.mark.slow
 @pytest.mark.ros
 def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path):
@@ -254,6 +256,8 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
         # without commands while the others stop, and its watchdog (correctly) trips
         log = stop_process(bridge)
         logs = [stop_process(p) for p in others]
+        for (name, _), text in zip(nodes, logs, strict=True):  # shown by pytest when the test fails
+            print(f"--- {name}\n{text[-4000:]}")
     assert bridge.returncode == 0 and [p.returncode for p in others] == [0, 0, 0], logs
     assert "emulator motor states at stop: joint1=0x0" in log and "ALL MOTORS DISABLED" not in log
     # every joint state recorded (commands may skip a cycle: a free-running publisher answers the
