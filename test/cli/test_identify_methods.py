@@ -9,11 +9,10 @@ accuracy of finite differences; they are checked through the torque fit instead.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from support.cli import sysid
 from support.robots import ROOT, TEST_ROBOTS
 
 from sysid_ros.core import RobotModel, SysIdError
@@ -103,8 +102,7 @@ def test_iv_needs_recorded_commands(bag, tmp_path):
 
 
 def _sysid(*args):
-    return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return sysid(*args, cwd=ROOT)
 
 
 def test_cli_simulate_identify_validate(tmp_path):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from support.cli import sysid
 from support.robots import DEFAULT_ROBOT, ROOT, TEST_ROBOTS
 
 from sysid_ros.core import RobotModel, run_offline_pipeline, simulate_mit
@@ -42,9 +41,8 @@ def test_simulation_records_consistent_dynamics_and_tracks_the_reference():
     assert np.abs(resid[fast]).max() < 1e-9
 
 
-def _sysid(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sysid_ros.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+def _sysid(*args: str):
+    return sysid(*args, cwd=ROOT)
 
 
 def test_cli_inspect_json():

@@ -218,12 +218,14 @@ def test_signals_during_shutdown_keep_the_bag_complete(tmp_path, graph, ros_doma
 
 
 @pytest.mark.timeout(240)
-def test_a_burst_of_20000_at_10_khz_is_recorded_whole(tmp_path, graph, ros_domain_id):
+def test_a_burst_at_10_khz_is_recorded_whole(tmp_path, graph, ros_domain_id):
+    """5000 stamped states at 10 kHz (a 0.5 s burst) through a reliable KEEP_ALL publisher: every
+    one received, written in order, nothing counted lost or missing."""
     bag = tmp_path / "burst"
     rec = start_recorder(ros_domain_id, bag, f"types:=['{JS}']")
     g = graph()
     g.wait_for_recorder()
-    count = 20_000
+    count = 5_000
     try:
         g.stream(10_000.0, count)
         assert g.pub.wait_for_all_acked(rclpy.duration.Duration(seconds=120))
