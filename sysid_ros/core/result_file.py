@@ -16,7 +16,8 @@ Schema (version :data:`SCHEMA_VERSION`), keys in this order::
     target              {"kind", "body", "model", "prior"[, "joint_term_prior"]}
     fit, validation, truth_comparison, divergence_to_prior     (the evaluation, when there is one)
     provenance          inputs' and model's hashes, command line (the batch writer)
-    ...                 the writer's extra keys (an online estimate: samples, counters, options, ...)
+    ...                 the writer's extra keys (an online estimate has none: its counters, options
+                        and projection are diagnostics["online"], as a replay's)
 
 Numbers JSON cannot hold (NaN, ±inf) are null (:mod:`sysid_ros.core.json_numbers`, the one number
 rule). Older files are read as well and returned migrated to the current schema:
@@ -36,9 +37,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import json_number, strict_json
+from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.result import IdentificationResult
 
@@ -125,6 +129,21 @@ class ResultFile:
         except (SysIdError, KeyError, TypeError, AttributeError, ValueError) as exc:
             raise SysIdError(f"expected a result.json with exported_parameters.values, got {where} "
                              f"({type(exc).__name__}: {exc})") from None
+
+    @staticmethod
+    def model_parameters(model: RobotModel, source: str | os.PathLike[str] | Mapping[str, Any]) -> np.ndarray:
+        """θ ``(p,)`` of ``model`` with a result's exported parameters written over the model's own
+        values (names it does not hold keep them): what the collision monitor runs on and an arm
+        target's prior from a file. :class:`SysIdError` for a result that holds none of the
+        model's parameters (another robot's)."""
+        values = ResultFile.exported_values(source)
+        known = set(model.param_names)
+        unknown = sorted(set(values) - known)
+        if unknown and not set(values) & known:
+            where = "the result" if isinstance(source, Mapping) else str(source)
+            raise SysIdError(f"{where} holds none of the model's parameters (e.g. {unknown[:3]}): "
+                             "another robot?")
+        return model.from_dict({k: v for k, v in values.items() if k in known})
 
 
 def _migrated(doc: dict[str, Any], path: Path) -> dict[str, Any]:

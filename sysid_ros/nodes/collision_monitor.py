@@ -3,13 +3,14 @@ residual observer on the (identified) model.
 
 A thin facade over :class:`sysid_ros.core.monitor.CollisionMonitor` (the same observer, thresholds
 and events as ``sysid monitor``). Subscribes ``joint_states`` (``sensor_msgs/JointState``:
-position, velocity and effort = measured torque of the model's joints, any order; time = header
-stamp; a driver's motor currents converted by ``torque_scale``/``torque_offset``,
-:mod:`~sysid_ros.nodes.effort`). The model is the robot model's parameters (``model_path`` ...,
-e.g. ``identify``'s ``identified.xml``) with ``result_path``'s exported parameters written over them
-(friction offsets come only from there). Thresholds [N·m]: ``thresholds`` when set, else derived
-from the residual over the first ``calibration_time`` seconds of data, which must be free of contact
-(``max(sigma_factor · rms, peak_factor · peak) + margin`` per joint).
+position, velocity and effort = measured torque of the model's joints, any order; times and names
+by the estimator's stream policy, :mod:`~sysid_ros.core.online.stream`; a driver's motor currents
+converted by ``torque_scale``/``torque_offset``, :mod:`~sysid_ros.nodes.effort`). The model is
+the robot model's parameters (``model_path`` ..., e.g. ``identify``'s ``identified.xml``) with
+``result_path``'s exported parameters written over them (friction offsets come only from there).
+Thresholds [N·m]: ``thresholds`` when set, else derived from the residual over the first
+``calibration_time`` seconds of data, which must be free of contact (``max(sigma_factor · rms,
+peak_factor · peak) + margin`` per joint).
 
 Publishes, on relative topics:
 
@@ -49,7 +50,9 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.monitor import CollisionMonitor, ContactEvent, Thresholds, parameters_from_result
 from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
+from sysid_ros.core.online.stream import JointStream
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.conversions import joint_message
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
@@ -92,7 +95,10 @@ class CollisionMonitorNode(Node):
             sigma_factor=float(self._get("sigma_factor")), peak_factor=float(self._get("peak_factor")),
             margin=float(self._get("margin")), release=float(self._get("release")))
         self.joint_names = model.dof_joint_names
-        self._scale, self._offset = torque_map(lambda name: parameter_value(self, name), self.joint_names)
+        scale, offset = torque_map(lambda name: parameter_value(self, name), self.joint_names)
+        self._stream = JointStream(self.joint_names, scale=scale, offset=offset, velocity=True,
+                                   where=self.resolve_topic_name("joint_states"),
+                                   warn=self.get_logger().warning)
         self.counters = {"contacts": 0, "rejected": 0}
         self._publish_residual = bool(self._get("publish_residual"))
         self._events = self.create_publisher(DiagnosticArray, "~/events", EVENTS_QOS)
@@ -104,7 +110,6 @@ class CollisionMonitorNode(Node):
         self.create_subscription(JointState, "joint_states", self._on_joint_state,
                                  QoSProfile(depth=1000, reliability=reliability))
         self._residual_msg = self._array()
-        self._columns: dict[tuple[str, ...], np.ndarray | None] = {}
         self._thresholds_sent = False
         self._send_thresholds()
         self.get_logger().info(
@@ -148,29 +153,23 @@ class CollisionMonitorNode(Node):
         self.get_logger().warning(f"joint state ignored ({self.counters['rejected']} so far): {why}",
                                   throttle_duration_sec=2.0)
 
-    def _cols(self, names: tuple[str, ...]) -> np.ndarray | None:
-        if names not in self._columns:
-            index = {n: i for i, n in enumerate(names)}
-            self._columns[names] = (np.array([index[j] for j in self.joint_names], dtype=int)
-                                    if all(j in index for j in self.joint_names) else None)
-        return self._columns[names]
-
     def _on_joint_state(self, msg: JointState) -> None:
-        cols = self._cols(tuple(msg.name))
-        if cols is None:
-            self._reject(f"expected the joints {list(self.joint_names)}, got {list(msg.name)}")
-            return
-        n = len(msg.name)
-        if not (len(msg.position) == len(msg.velocity) == len(msg.effort) == n):
-            self._reject(f"expected position, velocity and effort for the {n} names, got "
-                         f"{len(msg.position)}, {len(msg.velocity)}, {len(msg.effort)}")
-            return
-        q, dq, tau = (np.asarray(x, dtype=float)[cols] for x in (msg.position, msg.velocity, msg.effort))
-        tau = self._scale * tau + self._offset  # effort to joint torque (drivers publishing currents)
+        """Through the core's stream policy (stamps, columns, torque map) to the monitor."""
+        batch = self._stream.batch([joint_message(msg, self.get_clock().now().nanoseconds)])
+        for why in batch.refused:
+            self._reject(why)
+        for k in range(len(batch)):
+            self._update(int(batch.ns[k]), batch.q[k], batch.dq[k], batch.tau[k])
+        progress = self._stream.progress_ns
+        if progress >= 0:
+            self._progress.publish(_time(progress))
+
+    def _update(self, ns: int, q: np.ndarray, dq: np.ndarray, tau: np.ndarray) -> None:
+        """One sample at data time ``ns`` [ns]: the observer, then residual, events, thresholds."""
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq)) and np.all(np.isfinite(tau))):
             self._reject("non-finite position, velocity or effort")
             return
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        t = ns // 1_000_000_000 + 1e-9 * (ns % 1_000_000_000)  # as the stamp's sec + 1e-9·nanosec
         restarts = self.monitor.observer.restarts
         try:
             residual, events = self.monitor.update(t, q, dq, tau)
@@ -186,9 +185,8 @@ class CollisionMonitorNode(Node):
             self._residual_msg.data = residual.tolist()
             self._residual.publish(self._residual_msg)
         if events:
-            self._publish_events(msg.header.stamp, events)
+            self._publish_events(_time(ns), events)
         self._send_thresholds()
-        self._progress.publish(msg.header.stamp)
 
     def _publish_events(self, stamp, events: list[ContactEvent]) -> None:
         out = DiagnosticArray()
@@ -201,6 +199,10 @@ class CollisionMonitorNode(Node):
                 level=_LEVEL[event.kind], name=f"collision_monitor: {event.joint}", message=event.kind,
                 values=[KeyValue(key=k, value=str(v)) for k, v in event.as_dict().items() if k != "kind"]))
         self._events.publish(out)
+
+
+def _time(ns: int) -> Time:
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def _nm(values: np.ndarray) -> str:

@@ -5,6 +5,8 @@
 :func:`to_truth_msg` for a simulator's true parameters (method ``"truth"``); :func:`truth_from_msg`
 reads such a message back as a truth document. So are ``sysid_ros/Precision``
 (:func:`to_precision_msg`) and the payload's ``geometry_msgs/Inertia`` (:func:`to_inertia_msg`).
+A ``sensor_msgs/JointState`` enters the core as a :class:`~sysid_ros.core.online.stream.JointMessage`
+(:func:`joint_message`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,24 @@ from geometry_msgs.msg import Inertia
 from sysid_ros.core.data.bag import truth_from_estimate
 from sysid_ros.core.model.robot import inertial_from_body_params
 from sysid_ros.core.online.precision import Precision as EstimatePrecision
+from sysid_ros.core.online.stream import JointMessage
 from sysid_ros.core.result import IdentificationResult
 from sysid_ros.msg import ParameterEstimate, Precision
 
-__all__ = ["to_estimate_msg", "to_inertia_msg", "to_precision_msg", "to_truth_msg", "truth_from_msg"]
+__all__ = ["joint_message", "stamp_ns", "to_estimate_msg", "to_inertia_msg", "to_precision_msg",
+           "to_truth_msg", "truth_from_msg"]
+
+
+def stamp_ns(stamp) -> int:
+    """A ``builtin_interfaces/Time`` as nanoseconds."""
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def joint_message(msg, received_ns: int) -> JointMessage:
+    """A ``sensor_msgs/JointState`` received at ``received_ns`` [ns] (the node's clock) as the
+    core's plain :class:`~sysid_ros.core.online.stream.JointMessage`."""
+    return JointMessage(tuple(msg.name), msg.position, msg.velocity, msg.effort,
+                        stamp_ns(msg.header.stamp), received_ns)
 
 
 def to_estimate_msg(result: IdentificationResult, *, divergence_to_prior: float = math.nan,

@@ -43,7 +43,6 @@ service ``~/commit_payload`` (``std_srvs/Trigger``) publishes the current one on
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -66,20 +65,20 @@ from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.robot import RobotModel, joint_terms
+from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.model.target import Target, arm_target, payload_target
-from sysid_ros.core.online.precision import estimate_precision
+from sysid_ros.core.online.publication import Publication, publication
 from sysid_ros.core.online.session import (
     OPTION_HELP,
-    OnlineEstimate,
     OnlineOptions,
     OnlineSession,
     StreamEvent,
 )
-from sysid_ros.core.result import SolverStatus, estimate_result
+from sysid_ros.core.online.stream import JointStream, load_prior
+from sysid_ros.core.result_file import ResultFile
 from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
-from sysid_ros.nodes.conversions import to_estimate_msg, to_inertia_msg, to_precision_msg
+from sysid_ros.nodes.conversions import joint_message, to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
@@ -142,11 +141,8 @@ class EstimatorNode(Node):
         self._lock = threading.Lock()
         self._queue: deque = deque()  # (JointState, receive time [ns] on the node clock)
         self._reported: dict[str, float] = {}
-        self._columns: dict[tuple[str, ...], list[int] | None] = {}
         self._truth: dict[str, float] | None = None  # the simulator's true parameters, by name
-        self._stamped: bool | None = None  # does the driver stamp? (None: not known yet)
-        self._held: tuple | None = None  # a first message stamped 0, until the next one tells
-        self._progress_ns = -1  # data time of the newest sample processed
+        self._stream: JointStream | None = None  # stamps, columns, torque map (core: one policy)
         self._models = RobotModelSource(self)
         self._build()
         self.add_on_set_parameters_callback(self._validate)
@@ -273,9 +269,14 @@ class EstimatorNode(Node):
         they change)."""
         self.target, self.options = self._target_and_options(self._get)
         self.joint_names = self.target.model.dof_joint_names
-        self._scale, self._offset = torque_map(self._get, self.joint_names)
+        scale, offset = torque_map(self._get, self.joint_names)
+        if self._stream is None:
+            self._stream = JointStream(self.joint_names, scale=scale, offset=offset,
+                                       where=self.resolve_topic_name("joint_states"),
+                                       warn=self.get_logger().warning)
+        else:  # the stream goes on (its stamps and progress): only the model's joints may change
+            self._stream.configure(self.joint_names, scale=scale, offset=offset)
         self._payload_sent = False  # ~/payload published for this session
-        self._columns.clear()
         self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target))
 
     def _target_and_options(self, get) -> tuple[Target, OnlineOptions]:
@@ -287,7 +288,7 @@ class EstimatorNode(Node):
         if float(get("stribeck_velocity")) != 0.0:
             model = model.with_stribeck_velocity(float(get("stribeck_velocity")))
         model.check_fixed_base("the estimator's joint states")
-        prior = self._prior(model, kind, get("prior"))
+        prior = load_prior(model, kind, get("prior"))
         target = (arm_target(model, prior=prior) if kind == "arm"
                   else payload_target(model, kind, prior=prior))
         return target, OnlineOptions(**{name: get(name) for name, _, _ in SESSION_PARAMETERS})
@@ -298,19 +299,6 @@ class EstimatorNode(Node):
         if values is None or not all(n in values for n in target.names):
             return None
         return np.array([values[n] for n in target.names])
-
-    @staticmethod
-    def _prior(model: RobotModel, kind: str, prior: str) -> np.ndarray | None:
-        if prior in ("nominal", "uninformative", ""):  # the target's default prior
-            return None
-        path = Path(prior).expanduser()
-        if not path.is_file():
-            raise SysIdError(f"prior must be 'nominal', 'uninformative' or a result.json path, got {prior!r}")
-        values = json.loads(path.read_text())["exported_parameters"]["values"]
-        if kind == "arm":
-            return model.from_dict({k: v for k, v in values.items() if k in set(model.param_names)})
-        return np.array([values[f"payload.{f}"] for f in
-                         ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")])
 
     # --------------------------------------------------------------------------- callbacks
     def _warn(self, key: str, text: str) -> None:
@@ -339,72 +327,6 @@ class EstimatorNode(Node):
         self._warn("rejected_lost", f"{info.total_count_change} joint state(s) lost by DDS before the "
                    "estimator (QoS message-lost event)")
 
-    def _columns_of(self, names: tuple[str, ...]) -> list[int] | None:
-        """Where the model's joints are in a message naming ``names`` (None: some are missing)."""
-        cols = self._columns.get(names, False)
-        if cols is False:
-            index = {n: i for i, n in enumerate(names)}
-            cols = [index[j] for j in self.joint_names] if all(j in index for j in self.joint_names) else None
-            self._columns[names] = cols
-        return cols
-
-    def _timed(self, items: list):
-        """``(message, data time [ns])`` of the queued ``(message, receive time [ns])``, in order:
-        the header stamp (0 included) of a stamped stream, the receive time of an unstamped one.
-        A first message stamped 0 is held back until the next message says which it is."""
-        for msg, received_ns in items:
-            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            if self._stamped is None:
-                if self._held is None:
-                    if stamp == 0:
-                        self._held = (msg, received_ns)
-                        continue
-                    self._stamped = True
-                else:
-                    (first, first_received), self._held = self._held, None
-                    self._stamped = stamp != 0
-                    if not self._stamped:
-                        self.get_logger().warning(
-                            "joint states are not stamped (header stamp 0 twice in a row): using the "
-                            "time each message is received (node clock) as its data time")
-                    yield first, 0 if self._stamped else first_received
-            yield msg, stamp if self._stamped else received_ns
-
-    def _release_held(self) -> list:
-        """At the end of the stream: a held first message is a stamped sample at t = 0."""
-        held, self._held = self._held, None
-        if held is None:
-            return []
-        self._stamped = True
-        return [(held[0], 0)]
-
-    def _arrays(self, items: list) -> tuple | None:
-        """``(t (K,), q, dq or None, tau (K, n))`` of the ``(message, data time [ns])`` items
-        naming the model's joints."""
-        t, q, dq, tau = [], [], [], []
-        velocities = True
-        for msg, stamp_ns in items:
-            self._progress_ns = max(self._progress_ns, stamp_ns)
-            names = tuple(msg.name)
-            cols = self._columns_of(names)
-            if cols is None or len(msg.position) != len(names) or len(msg.effort) != len(names):
-                self.session.reject("names")
-                missing = [j for j in self.joint_names if j not in names]
-                self._warn("rejected_names", f"joint state rejected: it names {list(names)} with "
-                           f"{len(msg.position)} positions and {len(msg.effort)} efforts"
-                           + (f"; missing {missing}" if missing else ""))
-                continue
-            t.append(stamp_ns * 1e-9)
-            q.append(np.asarray(msg.position, dtype=float)[cols])
-            tau.append(self._scale * np.asarray(msg.effort, dtype=float)[cols] + self._offset)
-            if velocities and len(msg.velocity) == len(names):
-                dq.append(np.asarray(msg.velocity, dtype=float)[cols])
-            else:
-                velocities = False  # one message without velocities: differentiate the batch
-        if not t:
-            return None
-        return np.array(t), np.array(q), np.array(dq) if velocities else None, np.array(tau)
-
     def _on_truth(self, msg: ParameterEstimate) -> None:
         self._truth = dict(zip(msg.names, msg.values, strict=False))
         truth = self._truth_for(self.target)
@@ -418,73 +340,68 @@ class EstimatorNode(Node):
         held first message stamped 0 counts as processed at 0: a lockstep simulator waits for it).
         ``final``: the stream has ended (a held message is a sample at t = 0)."""
         backlog = len(self._queue)
-        if backlog == 0 and not (final and self._held):
+        if backlog == 0 and not (final and self._stream.stamps.holding):
             return
         if backlog > 5 * self.options.sample_rate / float(self._get("process_rate")):
             self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
                                       throttle_duration_sec=2.0)
-        items = list(self._timed([self._queue.popleft() for _ in range(backlog)]))
-        if final:
-            items = self._release_held() + items
+        messages = [joint_message(*self._queue.popleft()) for _ in range(backlog)]
         with self._lock:
-            batch = self._arrays(items)
-            events = self.session.push_batch(*batch) if batch is not None else ()
-            if batch is not None:
-                self._last_q = batch[1][-1]
+            batch = self._stream.batch(messages, final=final)
+            if batch.refused:
+                self.session.reject("names", len(batch.refused))
+            events = self.session.push_batch(batch.t, batch.q, batch.dq, batch.tau) if len(batch) else ()
+            if len(batch):
+                self._last_q = batch.q[-1]
+        if batch.refused:
+            self._warn("rejected_names", batch.refused[-1])
         for event in events:
             self._report(event)
-        if self._held is not None:
-            self._progress_ns = max(self._progress_ns, 0)
-        if self._progress_ns >= 0:
-            self._progress.publish(Time(sec=self._progress_ns // 1_000_000_000,
-                                        nanosec=self._progress_ns % 1_000_000_000))
+        progress = self._stream.progress_ns
+        if progress >= 0:
+            self._progress.publish(Time(sec=progress // 1_000_000_000, nanosec=progress % 1_000_000_000))
 
     # ------------------------------------------------------------------------------ outputs
-    def _estimate_message(self, est: OnlineEstimate | None = None) -> ParameterEstimate:
-        """The estimate ``est`` (default: the session's now), stamped with the data time of the
-        last sample folded into it."""
-        if est is None:
-            with self._lock:
-                est = self.session.snapshot()
-        result = estimate_result(self.target, est.theta, method=est.method, std=est.std, rank=est.rank,
-                                 condition_number=est.condition_number, residual_rms=est.residual_rms,
-                                 n_samples=est.updates, solver=SolverStatus(solver=self.options.estimator),
-                                 joint_names=self.joint_names)
-        ns = round(est.time * 1e9) if math.isfinite(est.time) else 0
-        return to_estimate_msg(result, divergence_to_prior=est.divergence_to_prior,
-                               divergence_to_truth=est.divergence_to_truth,
+    def _publication(self) -> Publication:
+        """The session's estimate now, with its result and precision (one call into the core)."""
+        with self._lock:
+            return publication(self.session, inertia_required=bool(self._get("precision_inertia")),
+                               joint_names=self.joint_names)
+
+    @staticmethod
+    def _estimate_message(pub: Publication) -> ParameterEstimate:
+        """``pub``'s estimate, stamped with the data time of the last sample folded into it."""
+        ns = pub.stamp_ns
+        return to_estimate_msg(pub.result, divergence_to_prior=pub.estimate.divergence_to_prior,
+                               divergence_to_truth=pub.estimate.divergence_to_truth,
                                stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000))
 
     def _publish(self) -> None:
         if not self.session.estimator.samples:
             return
-        with self._lock:
-            est, info = self.session.snapshot(), self.session.information()
-        msg = self._estimate_message(est)
+        pub = self._publication()
+        msg = self._estimate_message(pub)
         self._publisher.publish(msg)
-        precision = estimate_precision(self.target, est.theta, info,
-                                       inertia_required=bool(self._get("precision_inertia")))
         goal = float(self._get("payload_precision"))
-        self._precision_pub.publish(to_precision_msg(precision, target=est.target, target_precision=goal,
-                                                     sample_count=est.updates, stamp=msg.header.stamp))
-        if (self.target.kind == "payload" and not self._payload_sent and goal > 0
-                and precision.reached(goal) and est.theta[0] > 0):
+        self._precision_pub.publish(to_precision_msg(pub.precision, target=pub.estimate.target,
+                                                     target_precision=goal, sample_count=pub.estimate.updates,
+                                                     stamp=msg.header.stamp))
+        if not self._payload_sent and pub.payload_ready(goal):
             self._payload_sent = True
-            inertia = to_inertia_msg(est.theta)
+            inertia = to_inertia_msg(pub.estimate.theta)
             self._payload_pub.publish(inertia)
             self.get_logger().info(f"payload published on {self._payload_pub.topic_name} (every required "
                                    f"direction within {goal:g}): {_describe(inertia)}")
         self._last_estimate = msg
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        self._lag.publish(Float64(data=self.get_clock().now().nanoseconds * 1e-9 - stamp))
+        self._lag.publish(Float64(data=(self.get_clock().now().nanoseconds - pub.stamp_ns) * 1e-9))
 
     def _on_commit_payload(self, request, response):
         """Publish the current payload estimate on ``~/payload`` now."""
         if self.target.kind != "payload":
             response.success, response.message = False, "no payload: the target is the whole arm"
             return response
-        with self._lock:
-            est, info = self.session.snapshot(), self.session.information()
+        pub = self._publication()
+        est = pub.estimate
         if not est.updates or not est.theta[0] > 0:
             response.success = False
             response.message = f"no payload estimate yet ({est.updates} updates, mass {est.theta[0]:.4g} kg)"
@@ -492,8 +409,7 @@ class EstimatorNode(Node):
         inertia = to_inertia_msg(est.theta)
         self._payload_pub.publish(inertia)
         self._payload_sent = True
-        worst, rel = estimate_precision(self.target, est.theta, info,
-                                        inertia_required=bool(self._get("precision_inertia"))).worst()
+        worst, rel = pub.precision.worst()
         response.success = True
         response.message = f"published {_describe(inertia)}; least precise required: {worst} {rel:.3g}"
         self.get_logger().info(f"payload committed on {self._payload_pub.topic_name}: {response.message}")
@@ -511,31 +427,19 @@ class EstimatorNode(Node):
         with self._lock:
             self._build()
         self._queue.clear()
-        self._stamped, self._held = None, None
+        self._stream.reset()
         response.success, response.message = True, "estimator reset to its prior"
         return response
 
     def _on_save(self, request, response):
+        """``result.json`` (the batch path's schema: the session's estimate as its typed result)
+        and, for a consistent arm estimate, ``identified.xml`` in a new folder of ``output_dir``."""
         out = Path(self._get("output_dir")).expanduser() / datetime.now().strftime("estimate-%Y%m%d-%H%M%S")
         try:
-            msg = self._estimate_message()
-            out.mkdir(parents=True, exist_ok=True)
-            doc = {"method": msg.method, "target": msg.target, "samples": msg.sample_count,
-                   "exported_parameters": {"values": dict(zip(msg.names, msg.values, strict=True))},
-                   "std_dev": dict(zip(msg.names, msg.std_dev, strict=True)),
-                   "physically_consistent": msg.physically_consistent,
-                   "divergence_to_prior": msg.divergence_to_prior, "counters": self.session.counters,
-                   "options": self.options.as_dict()}
-            with self._lock:  # the EKF's projection of the same estimate (cached: no second solve)
-                projection = self.session.snapshot().projection
-            if projection is not None:
-                doc["projection"] = dict(projection)
-            tmp = out / ".result.json.tmp"
-            tmp.write_text(json.dumps(doc, indent=2) + "\n")
-            tmp.replace(out / "result.json")
-            files = [str(out / "result.json")]
-            if self.target.kind == "arm" and msg.physically_consistent:
-                files.append(str(self.target.model.to_mjcf(np.array(msg.values), out / "identified.xml")))
+            result = self._publication().result
+            files = [str(ResultFile.write(out, ResultFile.document(result, self.target)))]
+            if self.target.kind == "arm" and result.consistent:
+                files.append(str(self.target.model.to_mjcf(result.parameters.values, out / "identified.xml")))
             response.success, response.message = True, " ".join(files)
         except (SysIdError, OSError) as exc:
             response.success, response.message = False, f"could not save: {exc}"

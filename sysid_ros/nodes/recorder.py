@@ -10,7 +10,8 @@ SIGINT), so a half-written bag never carries the final name; ``ros2 bag info`` r
 Lossless: subscriptions keep all messages (reliable where the publishers are); the subscription
 callback only queues ``(topic, log time, bytes)`` and a writer thread writes the bag, so writing
 never stalls reception. Losses it can see are counted per topic: DDS "message lost" events and
-gaps in the header stamps of stamped streams (:class:`~sysid_ros.core.data.bag.StampGaps`); both
+gaps in the header stamps of stamped streams (the one gap rule,
+:class:`~sysid_ros.core.data.stream_time.GapTracker`); both
 go into the bag's metadata (``sysid_ros.lost.<topic>``, ``sysid_ros.gaps.<topic>``), one line
 per topic at stop, a WARNING and ``~/stop``'s message if anything was lost.
 
@@ -42,7 +43,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from sysid_ros.core.data.bag import BagRecording, StampGaps, header_stamp_ns
+from sysid_ros.core.data.bag import BagRecording, header_stamp_ns
+from sysid_ros.core.data.stream_time import GapTracker
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.output_paths import check_file
 from sysid_ros.nodes import spin
@@ -73,7 +75,7 @@ class TopicStats:
         self.received = 0
         self.written = 0
         self.lost = 0
-        self.gaps = StampGaps() if stamped else None
+        self.gaps = GapTracker() if stamped else None
 
     @property
     def missing(self) -> int:

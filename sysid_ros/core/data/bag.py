@@ -6,10 +6,10 @@ Writing is atomic: the bag is written under a temporary name beside the target a
 place, so a half-written bag never carries the final name. A simulated run's true parameters go
 into ``truth.json`` inside the bag directory (and are named in the bag's custom metadata).
 
-Times: a message's time is its ``header.stamp``; a stamp of 0 is a valid time (a simulation's
-first joint state is stamped exactly 0). Only an *unstamped stream* — every stamp of the topic
-is 0, a driver that never stamps — falls back to the bag's log times (the recorder's receive
-times), with a logged warning naming the topic. The same rule holds for ``MotorCommand``.
+Times: the one stamp policy of :mod:`~sysid_ros.core.data.stream_time` (as the nodes apply it live):
+a message's time is its ``header.stamp``, 0 included; an *unstamped stream* (its first two
+stamps 0: a driver that never stamps) takes the bag's log times (the recorder's receive times),
+with a logged warning naming the topic. The same rule holds for ``MotorCommand``.
 
 Recording (:class:`BagRecording`) and recovery: a recording lives in ``.<name>.partial-*/<name>``
 beside its final path until :meth:`BagRecording.close` renames it into place. Its MCAP chunks are
@@ -45,6 +45,7 @@ from sysid_ros.core.data import mcap_crc
 from sysid_ros.core.data.cdr import read_joint_arrays
 from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
+from sysid_ros.core.data.stream_time import stream_times
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.resources import find_share_file
 
@@ -74,16 +75,6 @@ def typestore() -> Typestore:
 log = logging.getLogger(__name__)
 
 
-def stream_times(stamps: Sequence[int], log_times: Sequence[int], where: str) -> list[int]:
-    """The times of one topic's messages: the header stamps (0 is a valid stamp), or the log
-    times if the stream is unstamped (every stamp 0), with a warning naming ``where``."""
-    if len(stamps) and not any(stamps):
-        log.warning("%s: every header stamp is 0 (an unstamped stream): using the bag's log times",
-                    where)
-        return [int(ns) for ns in log_times]
-    return [int(ns) for ns in stamps]
-
-
 #: CDR encapsulation identifiers (second byte) of plain CDR / XCDR2, big and little endian
 _CDR_KINDS = {0x00: ">", 0x01: "<", 0x06: ">", 0x07: "<"}
 
@@ -96,37 +87,6 @@ def header_stamp_ns(data: bytes | memoryview) -> int | None:
         return None
     sec, nanosec = struct.unpack_from(_CDR_KINDS[data[1]] + "iI", data, 4)
     return sec * 1_000_000_000 + nanosec
-
-
-class StampGaps:
-    """Missing messages of a stamped stream, seen as gaps in its header stamps: a step more than
-    1.5 times the running median period (of the last ``window`` steps) counts
-    ``round(step / period) - 1`` missing messages. Stamps of 0 (an unstamped stream) and steps
-    that do not advance are not counted."""
-
-    def __init__(self, window: int = 64) -> None:
-        self.window = window
-        self.missing = 0
-        self._last: int | None = None
-        self._steps: list[int] = []
-
-    def add(self, stamp_ns: int) -> int:
-        """Take the next stamp; returns the messages missing before it."""
-        last, self._last = self._last, stamp_ns if stamp_ns else self._last
-        if not stamp_ns or last is None or stamp_ns <= last:
-            return 0
-        step = stamp_ns - last
-        missed = 0
-        if len(self._steps) >= 3:
-            period = float(np.median(self._steps))
-            if step > 1.5 * period:
-                missed = max(round(step / period) - 1, 0)
-        if not missed:
-            self._steps.append(step)
-            if len(self._steps) > self.window:
-                del self._steps[0]
-        self.missing += missed
-        return missed
 
 
 def _time(ns: int) -> Any:

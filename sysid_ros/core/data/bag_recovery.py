@@ -19,11 +19,11 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from sysid_ros.core.data import mcap_crc
 from sysid_ros.core.data.bag import (
     PARTIAL_STATE,
-    StampGaps,
     header_stamp_ns,
     partial_folders,
     typestore,
 )
+from sysid_ros.core.data.stream_time import GapTracker
 from sysid_ros.core.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def recover_bag(path: str | Path) -> Recovery:
     try:
         with Writer(staging / final.name, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
             conns: dict[int, Any] = {}
-            counters: dict[int, StampGaps] = {}
+            counters: dict[int, GapTracker] = {}
             for cid, (sid, topic, _enc) in sorted(scan.channels.items()):
                 msgtype = scan.schemas.get(sid, ("",))[0]
                 if msgtype not in store.fielddefs:
@@ -191,7 +191,7 @@ def recover_bag(path: str | Path) -> Recovery:
                 conns[cid] = writer.add_connection(topic, msgtype, typestore=store)
                 counts[topic] = 0
                 if _first_field_is_header(msgtype):
-                    counters[cid] = StampGaps()
+                    counters[cid] = GapTracker()
             for cid, ns, data in scan.messages:
                 conn = conns.get(cid)
                 if conn is None:

@@ -16,32 +16,16 @@ import numpy as np
 
 from sysid_ros.core.atomic import atomic_path
 from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, time_scale
+from sysid_ros.core.data.stream_time import Gap, find_gaps, missing_samples
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import RobotModel
 
-#: a time step longer than this many median sampling periods is a gap (one missing sample is one)
-GAP_FACTOR = 1.5
 #: largest magnitude a measured value may have, by signal: beyond it the sample is a unit or logging
 #: error, not a measurement (τ [N·m or N], q̇ [rad/s or m/s])
 ABSURD = {"tau": 1e6, "dq": 1e4}
 #: ``meta`` key of a resampled recording's gaps in its file's stamps: ``((t [s], length [s]), ...)``
 #: (:func:`~sysid_ros.core.data.timebase.regularise`; :meth:`Dataset.gaps` reports them)
 FILE_GAPS = "file_gaps"
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A gap before sample ``index``: the previous sample is at ``t`` [s], the step is ``length``
-    [s], about ``missing`` samples (``round(length / period) - 1``, at least 1) are missing."""
-
-    index: int
-    t: float
-    length: float
-    missing: int
-
-    def describe(self) -> str:
-        return (f"gap of {self.length * 1e3:.1f} ms after t={self.t:.6f} s (before sample "
-                f"{self.index}, {self.missing} sample{'s' if self.missing != 1 else ''} missing)")
 
 
 @dataclass(frozen=True)
@@ -116,22 +100,24 @@ class Dataset:
         return float(1.0 / np.median(np.diff(self.t)))
 
     def gaps(self) -> list[Gap]:
-        """The gaps: time steps longer than :data:`GAP_FACTOR` times the median period, in time
-        order (assumes increasing times, see :meth:`validate`). A resampled recording states
-        each gap in its file's stamps (``meta[FILE_GAPS]``): the file's sample before the gap and
-        the file's step, not the longer step between the two resampled pieces around it."""
-        dt = np.diff(self.t)
-        if dt.size == 0:
+        """The gaps by the one gap rule (:func:`~sysid_ros.core.data.stream_time.find_gaps`: steps
+        longer than 1.5 median periods), in time order (assumes increasing times, see
+        :meth:`validate`). A resampled recording states each gap in its file's stamps
+        (``meta[FILE_GAPS]``): the file's sample before the gap and the file's step, not the
+        longer step between the two resampled pieces around it."""
+        found = find_gaps(self.t)
+        if not found:
             return []
-        med = float(np.median(dt))
+        period = float(np.median(np.diff(self.t)))
         file_gaps = self.meta.get(FILE_GAPS) or ()
         out = []
-        for k in np.flatnonzero(dt > GAP_FACTOR * med):
-            t, length = float(self.t[k]), float(dt[k])
+        for gap in found:
+            k = gap.index - 1
             inside = [g for g in file_gaps if self.t[k] - 1e-9 <= g[0] < self.t[k + 1]]
             if inside:  # the file's gap within this step of the grid
                 t, length = inside[0]
-            out.append(Gap(int(k) + 1, t, length, max(round(length / med) - 1, 1)))
+                gap = Gap(gap.index, t, length, int(missing_samples([length], period, 0.0)[0]))
+            out.append(gap)
         return out
 
     def window(self, start: int, stop: int) -> Dataset:

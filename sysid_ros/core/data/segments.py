@@ -1,7 +1,7 @@
 """A recording split at its gaps into segments that can each be conditioned on their own.
 
 Lost messages leave gaps in a recording (:meth:`Dataset.gaps`, a step longer than
-:data:`~sysid_ros.core.data.dataset.GAP_FACTOR` median periods). Nothing may be filtered,
+:data:`~sysid_ros.core.data.stream_time.GAP_FACTOR` median periods). Nothing may be filtered,
 differentiated or simulated across a gap, but the data on either side are good: :func:`split`
 cuts the recording there, cuts the stationary start and end of every piece
 (:func:`~sysid_ros.core.data.stationary.moving_span`, optional) and drops pieces shorter than a
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sysid_ros.core.data.dataset import Dataset, Gap
+from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.stationary import moving_span
+from sysid_ros.core.data.stream_time import Gap
 from sysid_ros.core.errors import DataError
 
 __all__ = ["Segment", "Segmentation", "split"]

@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sysid_ros.core.data.dataset import FILE_GAPS, GAP_FACTOR, Dataset
+from sysid_ros.core.data.dataset import FILE_GAPS, Dataset
+from sysid_ros.core.data.stream_time import gap_steps
 from sysid_ros.core.errors import DataError
 
 MIN_RATE = 5.0        # [Hz] slower logs carry no dynamics (or their time is not in seconds)
@@ -123,7 +124,7 @@ def regularise(ds: Dataset, *, max_bridge: float = -1.0, jitter_tolerance: float
     rate = check_rate(t, ds.source)
     dt = np.diff(t)
     med = 1.0 / rate
-    dropped = dt > GAP_FACTOR * med
+    dropped = gap_steps(dt, med)  # the one gap rule
     limit = max(BRIDGE_SECONDS, BRIDGE_PERIODS * med) if max_bridge < 0 else max_bridge
     split_at = dropped & (dt > limit)
     bridge = dropped & ~split_at

@@ -36,12 +36,7 @@ def parameters_from_result(model: RobotModel, path: str | Path) -> np.ndarray:
     """θ of ``model`` with the exported parameters of a ``result.json`` (``sysid identify``,
     ``batch_solver``) written over the model's own values (names it does not hold keep them;
     friction offsets ``Fo`` come only from here: an MJCF cannot hold them)."""
-    values = ResultFile.exported_values(path)
-    known = set(model.param_names)
-    unknown = sorted(set(values) - known)
-    if unknown and not set(values) & known:
-        raise SysIdError(f"{path} holds none of the model's parameters (e.g. {unknown[:3]}): another robot?")
-    return model.from_dict({k: v for k, v in values.items() if k in known})
+    return ResultFile.model_parameters(model, path)
 
 
 def _recording(model: RobotModel, data: Dataset) -> Dataset:

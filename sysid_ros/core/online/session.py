@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from types import MappingProxyType
 from typing import Literal, get_args
 
@@ -26,11 +26,14 @@ import numpy as np
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.data.stationary import moving
+from sysid_ros.core.data.stream_time import gap_steps, missing_samples
 from sysid_ros.core.errors import DataError
+from sysid_ros.core.json_numbers import json_number
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
 from sysid_ros.core.online.estimator import WEIGHTINGS, OnlineEstimator, Weighting, single_threaded_blas
 from sysid_ros.core.online.rows import DISCRETISATIONS, momentum_row_weight
+from sysid_ros.core.result import IdentificationResult, SolverStatus, estimate_result
 
 __all__ = ["ONLINE_METHODS", "OPTION_HELP", "REJECTION_REASONS", "OnlineEstimate", "OnlineOptions",
            "OnlineSession", "StreamEvent"]
@@ -243,6 +246,41 @@ class OnlineEstimate:
                 "missing": self.missing,
                 **{f"rejected_{k}": v for k, v in self.rejected.items()}}
 
+    def to_result(self, target: Target, *, joint_names: tuple[str, ...] = (),
+                  options: OnlineOptions | None = None) -> IdentificationResult:
+        """This estimate as the typed result the batch path writes (``result.json``'s schema):
+        ``target`` the session's (its layout is :attr:`names`), ``joint_names`` the stream's.
+        The online figures (counters, divergences, the data time, the EKF's projection and, with
+        ``options``, the session's options) go under ``diagnostics["online"]``; an EKF estimate
+        the projection changed is exported as that projection (``parameters_from``), with the
+        projection's solver status."""
+        if tuple(target.names) != self.names:
+            raise DataError(f"expected the target of this estimate ({len(self.names)} parameters "
+                            f"{list(self.names[:3])}...), got one of {target.n_params}")
+        estimator = OnlineOptions(method=self.method).estimator
+        online = {"estimator": estimator, "updates": self.updates, "counters": self.counters,
+                  "data_time_s": json_number(self.time), "residual_rms": json_number(self.residual_rms),
+                  "divergence_to_prior": json_number(self.divergence_to_prior),
+                  "final_divergence_to_truth": json_number(self.divergence_to_truth)}
+        if options is not None:
+            online["options"] = options.as_dict()
+        solver = SolverStatus(solver=estimator)
+        if self.projection is not None:
+            online["projection"] = dict(self.projection)
+            if self.projection["status"] != "unchanged":
+                solver = SolverStatus(solver=estimator, status=self.projection["status"],
+                                      binding_constraints=tuple(self.projection["binding"]))
+        result = estimate_result(target, self.theta, method=self.method, std=self.std, rank=self.rank,
+                                 condition_number=self.condition_number, residual_rms=self.residual_rms,
+                                 n_samples=self.updates, solver=solver, joint_names=tuple(joint_names),
+                                 extra={"online": online})
+        status = "unchanged" if self.projection is None else self.projection["status"]
+        if status != "unchanged" and not status.startswith("failed"):  # Projection.solved
+            from sysid_ros.core.online.projection import PROJECTED  # imports cvxpy
+
+            result = replace(result, parameters_from=PROJECTED)
+        return result
+
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, dtype=float)
@@ -339,9 +377,10 @@ class OnlineSession:
         times = t[idx]
         previous = np.r_[self._last_t, times[:-1]]
         step = times - previous
-        gap = np.isfinite(previous) & (step > self.options.max_step)
-        periods = np.rint(step[np.isfinite(previous)] * self.options.sample_rate)
-        self._counts["missing"] += int(np.sum(np.maximum(periods - 1, 0)))
+        known = np.isfinite(previous)
+        period = 1.0 / self.options.sample_rate  # the one gap rule at the nominal period: lost samples
+        self._counts["missing"] += int(missing_samples(step[known], period).sum())
+        gap = known & gap_steps(step, period, self.options.gap_periods)  # and the filters' restarts
         self._last_t = float(times[-1])
         cuts = np.r_[0, np.flatnonzero(gap), idx.size]
         for start, stop in itertools.pairwise(cuts):
@@ -439,6 +478,15 @@ class OnlineSession:
         if _own_covariance(est):
             return np.array(est.core.P, dtype=float)
         return rla.pinv(est.information)
+
+    def result(self, estimate: OnlineEstimate | None = None, *,
+               joint_names: tuple[str, ...] | None = None) -> IdentificationResult:
+        """``estimate`` (default: :meth:`snapshot`) as the batch path's typed result
+        (:meth:`OnlineEstimate.to_result` with this session's target and options); the joints
+        default to the model's."""
+        est = self.snapshot() if estimate is None else estimate
+        names = self.target.model.dof_joint_names if joint_names is None else joint_names
+        return est.to_result(self.target, joint_names=tuple(names), options=self.options)
 
     def snapshot(self) -> OnlineEstimate:
         """The current estimate with its diagnostics."""

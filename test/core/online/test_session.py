@@ -11,9 +11,12 @@ import pytest
 from support.robots import TEST_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel
-from sysid_ros.core.model.target import payload_target
+from sysid_ros.core.atomic import write_json
+from sysid_ros.core.model.target import arm_target, payload_target
 from sysid_ros.core.online import CausalConditioner, OnlineEstimate, OnlineOptions, OnlineSession
 from sysid_ros.core.online.replay import replay
+from sysid_ros.core.online.stream import load_prior
+from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 
@@ -86,6 +89,33 @@ def test_the_estimate_carries_its_diagnostics(run):
     rls = OnlineSession(target, OnlineOptions(method="rls", cutoff=20.0))
     rls.push_batch(ds.t, ds.q, ds.dq, ds.tau)
     assert rls.snapshot().rank == 10  # RLS keeps the data's information too
+
+
+def test_an_online_estimate_is_the_batch_paths_typed_result(run, tmp_path):
+    """OnlineEstimate.to_result: result.json's schema (what ``sysid identify`` writes), the online
+    figures under diagnostics["online"]; saved, it is a prior the next session can start from."""
+    target, ds = run
+    options = OnlineOptions(cutoff=20.0)
+    session = OnlineSession(target, options)
+    session.push_batch(ds.t, ds.q, ds.dq, ds.tau)
+    est = session.snapshot()
+    result = session.result(est)
+    assert isinstance(result, IdentificationResult)
+    assert result.method == "rls_logdet" and result.target == "hand"
+    assert result.joint_names == target.model.dof_joint_names and result.consistent == est.consistent
+    doc = result.as_dict()
+    assert set(doc) == {"method", "base_parameters", "base", "diagnostics", "joint_names", "parameters",
+                        "exported_parameters"}
+    assert doc["exported_parameters"] == {"from": "rls_logdet",
+                                          "values": dict(zip(est.names, map(float, est.theta), strict=True))}
+    online = doc["diagnostics"]["online"]
+    assert online["counters"] == est.counters and online["options"] == options.as_dict()
+    assert doc["diagnostics"]["rank"] == est.rank == 10 and doc["diagnostics"]["n_samples"] == est.updates
+    np.testing.assert_array_equal(result.parameters.std, est.std)
+    path = write_json(tmp_path / "result.json", doc)
+    np.testing.assert_array_equal(load_prior(target.model, "hand", str(path)), est.theta)
+    with pytest.raises(DataError, match=r"expected the target of this estimate \(10 parameters"):
+        est.to_result(arm_target(target.model))
 
 
 def test_bad_samples_are_counted_and_leave_the_estimate_untouched(run):

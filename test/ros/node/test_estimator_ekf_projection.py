@@ -24,6 +24,7 @@ from sysid_ros.msg import ParameterEstimate  # noqa: E402
 from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.model.consistency import check_consistency  # noqa: E402
 from sysid_ros.core.model.robot import joint_terms  # noqa: E402
+from sysid_ros.core.online.projection import PROJECTED  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 from sysid_ros.nodes.estimator import EstimatorNode  # noqa: E402
@@ -77,8 +78,10 @@ def test_the_estimator_node_publishes_and_saves_the_projected_arm(tmp_path, ros_
         assert response.success, response.message
         result, mjcf = (Path(p) for p in response.message.split())
         doc = json.loads(result.read_text())
-        assert doc["physically_consistent"] and doc["projection"]["status"] == "optimal"
-        assert doc["projection"]["mahalanobis_distance"] > 0 and doc["projection"]["violated_by_raw_estimate"]
+        projection = doc["diagnostics"]["online"]["projection"]  # the batch path's schema
+        assert doc["diagnostics"]["consistency"]["consistent"] and projection["status"] == "optimal"
+        assert projection["mahalanobis_distance"] > 0 and projection["violated_by_raw_estimate"]
+        assert doc["diagnostics"]["status"] == "optimal" and doc["exported_parameters"]["from"] == PROJECTED
         saved = np.array([doc["exported_parameters"]["values"][n] for n in model.param_names])
         np.testing.assert_array_equal(saved, np.array(final.values))
         written = RobotModel.from_mjcf(str(mjcf), joint_terms=joint_terms(FRICTION, False))

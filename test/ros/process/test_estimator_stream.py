@@ -97,7 +97,7 @@ class Feeder(SpinningNode):
         wait_until(future.done, TIMEOUT, "~/save")
         answer = future.result()
         assert answer.success, answer.message
-        return json.loads(Path(answer.message.split()[0]).read_text())["counters"]
+        return json.loads(Path(answer.message.split()[0]).read_text())["diagnostics"]["online"]["counters"]
 
     def wait_for_estimator(self, proc) -> None:
         wait_until(lambda: self.pub.get_subscription_count() >= 1, TIMEOUT, "the estimator", proc)
@@ -235,7 +235,7 @@ def test_an_unstamped_driver_is_detected_and_timed_on_receipt(run, feeder, ros_d
     finally:
         log = stop_process(proc)
     assert proc.returncode == 0, log[-3000:]
-    assert "joint states are not stamped (header stamp 0 twice in a row)" in log
+    assert "/joint_states: not stamped (header stamp 0 twice in a row)" in log
     seen = counters(log)
     # every message, the first included, is timed on receipt (wall clock): no jump from t = 0
     # to the wall clock (10^12 samples "missing"), so the gaps are the feeder's own pauses
