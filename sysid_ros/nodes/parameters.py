@@ -18,12 +18,39 @@ from collections.abc import Iterable
 
 from sysid_ros.core.errors import SysIdError
 
-__all__ = ["declare_config_parameters", "declare_parameters", "parameter_value", "requested_value"]
+__all__ = ["NODE_TABLES", "declare_config_parameters", "declare_parameters", "node_table", "parameter_value",
+           "requested_value"]
+
+#: every node executable -> its module and the attributes there holding its parameter table: the one
+#: source of each node's parameters (names, defaults, descriptions). docs/reference/parameters.md is
+#: generated from it (tools/gen_reference.py) and config/*.yaml are tested against it.
+NODE_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "mujoco_sim": ("sysid_ros.nodes.mujoco_sim", ("PARAMETERS",)),
+    "trajectory_publisher": ("sysid_ros.nodes.trajectory_publisher", ("PARAMETERS",)),
+    "estimator": ("sysid_ros.nodes.estimator", ("PARAMETERS",)),
+    "recorder": ("sysid_ros.nodes.recorder", ("PARAMETERS",)),
+    "batch_solver": ("sysid_ros.nodes.batch_solver", ("PARAMETERS",)),
+    "collision_monitor": ("sysid_ros.nodes.collision_monitor", ("PARAMETERS",)),
+    "damiao_bridge": ("sysid_ros.nodes.damiao_bridge",
+                      ("BUS_PARAMETERS", "EMULATOR_GROUP", "JOINT_PARAMETERS")),
+    "damiao_emulator": ("sysid_ros.nodes.damiao_emulator", ("PARAMETERS", "WIRING_PARAMETERS")),
+}
 
 #: parameter name -> expected kind, per node (kinds: "float", "bool", "float_array", or None =
 #: rclpy's own strict typing)
 _KINDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _EXPECTED = {"float": "a number", "bool": "true/false (or 1/0)", "float_array": "a list of numbers"}
+
+
+def node_table(node: str) -> list:
+    """The rows of ``node``'s parameter table (:data:`NODE_TABLES`): ``(name, default,
+    description)`` tuples and, for the Damiao nodes, per-joint arrays
+    (:class:`~sysid_ros.hardware.wiring.JointParameter`, declared as ``joints.<key>``)."""
+    import importlib
+
+    module_name, attributes = NODE_TABLES[node]
+    module = importlib.import_module(module_name)
+    return [row for attribute in attributes for row in getattr(module, attribute)]
 
 
 def _kind(default) -> str | None:

@@ -8,7 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-from conftest import TEST_ROBOTS
+from support.robots import TEST_ROBOTS
 
 from sysid_ros.core import RobotModel
 from sysid_ros.core.data.dataset import Dataset

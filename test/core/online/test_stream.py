@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TEST_ROBOTS
+from support.robots import TEST_ROBOTS
 
 from sysid_ros.core import RobotModel, SysIdError
 from sysid_ros.core.model.layout import BODY_FIELDS
