@@ -5,142 +5,91 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
-from pathlib import Path
 
-from sysid_ros.cli.common import add_base_option, calibrated, controlled, csv_layout, floats
-from sysid_ros.core.batch.identify import (
-    COMMAND_METHODS,
-    METHODS,
-    IdentifyOptions,
-    check_method,
-    prepare,
-    run_method,
+from sysid_ros.app.identify import (
+    ALL_METHODS,
+    CHOICES,
+    ONLINE_OPTIONS,
+    IdentifyOutcome,
+    IdentifyRequest,
+    online_options,
+    run_identify,
+    verdict,
 )
-from sysid_ros.core.batch.multi_run import identify_runs, load_payloads, prepare_runs
+from sysid_ros.cli.common import add_base_option, floats
 from sysid_ros.core.blas import single_threaded_blas
-from sysid_ros.core.data.bag import read_data
 from sysid_ros.core.data.columns import TIME_UNITS
-from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import dumps_strict
-from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
-from sysid_ros.core.model.robot import RobotModel
-from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
+from sysid_ros.core.model.target import Plausibility
 from sysid_ros.core.online import WEIGHTINGS
-from sysid_ros.core.online.replay import online_result, plot_convergence, replay, write_trajectory
 from sysid_ros.core.online.rows import DISCRETISATIONS
-from sysid_ros.core.online.session import ONLINE_METHODS, OPTION_HELP, OnlineOptions
+from sysid_ros.core.online.session import OPTION_HELP, OnlineOptions
 from sysid_ros.core.output_paths import check_folder
-from sysid_ros.core.report.files import summary, write_outputs
-from sysid_ros.core.report.metrics import evaluate, truth_parameters
+from sysid_ros.core.report.files import summary
+
+#: IdentifyRequest field -> the ``sysid identify`` option (argparse dest) it comes from; the online
+#: estimators' options (``online``) are :data:`~sysid_ros.app.identify.ONLINE_OPTIONS`, same names
+FROM_ARGS: dict[str, str] = {
+    **{name: name for name in IdentifyRequest.names() if name != "online"},
+    "payload_body": "payload_only", "csv_columns": "columns", "plots": "no_plots",
+}
+#: how an option's value becomes the request's (the others are taken as parsed)
+_CONVERT = {"payload_body": lambda v: v or "", "plots": lambda v: not v, "data": tuple,
+            "sigmoid_shape": lambda v: _sigmoid_shape(v), "torque_scale": floats,
+            "torque_offset": floats, "csv_columns": lambda v: v or "", "controller": lambda v: v or ""}
+
+
+def request_from_args(args: argparse.Namespace) -> IdentifyRequest:
+    """The :class:`IdentifyRequest` of parsed ``sysid identify`` options."""
+    values = {name: _CONVERT.get(name, lambda v: v)(getattr(args, dest)) for name, dest in FROM_ARGS.items()}
+    return IdentifyRequest(**values, online={name: getattr(args, name) for name in ONLINE_OPTIONS})
 
 
 def _identify(args: argparse.Namespace) -> int:
-    with single_threaded_blas():  # the batch path's matrices are small: see sysid_ros/core/blas.py
-        return _identify_blas(args)
-
-
-def _identify_blas(args: argparse.Namespace) -> int:
     check_folder(args.out, "--out")
-    model = RobotModel.from_mjcf(args.model, joint_terms=(), base=args.base)
-    model = model.with_joint_terms(default_joint_terms(model.mj, args.friction, args.armature))
-    target = batch_target(model, args.payload_only or "", plausibility=Plausibility(
-        args.mass_factor, args.extent_factor, args.com_radius),
-        joint_prior=joint_prior_spec(args.friction_prior))
-    settings = Preprocessing(bandwidth=args.bandwidth, differentiator=args.differentiator,
-                             velocity=args.velocity, min_segment=args.min_segment,
-                             stationary_cut=args.stationary_cut, resample=args.resample,
-                             bridge_gaps=args.bridge_gaps)
-    options = IdentifyOptions(method=args.method, preprocessing=settings,
-                              regularization=args.regularization, max_samples=args.max_samples,
-                              progress=lambda msg: print(f"[sysid identify] {msg}", file=sys.stderr),
-                              stribeck_velocity=args.stribeck_velocity,
-                              sigmoid_shape=_sigmoid_shape(args.sigmoid_shape),
-                              drop_outliers=args.drop_outliers)
-    excluded = excluded_line(model.mj, model.joint_terms)  # once the options are checked
-    if excluded and not args.payload_only:
-        print(f"[sysid identify] {excluded}", file=sys.stderr)
-    if len(args.data) > 1 or args.payloads or args.drive_gains:
-        return _identify_runs(args, model, target, settings, options)
-    ds = read_data(args.data[0], joint_states_topic=args.joint_states_topic,
-                   command_topic=args.command_topic, joint_names=model.dof_joint_names,
-                   commands=args.method in COMMAND_METHODS or bool(args.controller), **csv_layout(args))
-    ds = controlled(calibrated(ds.for_model(model), args), args)
-    prep = prepare(ds, target, settings, min_speed=options.min_speed, progress=options.progress,
-                   stribeck_velocity=options.stribeck_velocity, sigmoid_shape=options.sigmoid_shape)
-    target = prep.target  # with the Stribeck velocity and sigmoid shapes found, if searched
-    online = None
-    if args.method in ONLINE_METHODS:
-        online = replay(ds, target, _online_options(args, ds.sample_rate),
-                        truth=truth_parameters(ds.truth, target), progress=options.progress).estimator
-        result = online_result(prep, online)
-    else:
-        check_method(args.method)
-        result = run_method(prep, options)
-    val_prep = None
-    if args.validate:
-        val = calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
-                                    command_topic=args.command_topic,
-                                    joint_names=model.dof_joint_names, commands=False,
-                                    **csv_layout(args)).for_model(model), args)
-        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False, search_sigmoid=False, held_out=True,
-                           grid_period=_grid_period(prep))
-    evaluation = evaluate(result, prep, validation=val_prep)
-    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
-                               inputs=_inputs(args))
-    if online is not None:
-        paths.append(write_trajectory(Path(args.out) / "estimates.csv", online))
-        if not args.no_plots:
-            paths.append(plot_convergence(Path(args.out) / "convergence.png", online))
-    return _report(args, result, evaluation, paths, doc)
+    request = request_from_args(args)
+    with single_threaded_blas():  # the batch path's matrices are small: see sysid_ros/core/blas.py
+        outcome = run_identify(request, _progress, warn=_say)
+    return _report(args, outcome)
 
 
-def _identify_runs(args: argparse.Namespace, model: RobotModel, target, settings: Preprocessing,
-                   options: IdentifyOptions) -> int:
-    """``sysid identify RUN1 RUN2 ... [--payloads KNOWN.json] [--drive-gains]``: the arm from
-    several runs, each with its known payload (:mod:`sysid_ros.core.batch.multi_run`)."""
-    if args.method in ONLINE_METHODS:
-        raise SysIdError(f"{args.method} replays one run; several runs take a batch method")
-    check_method(args.method)
-    datasets = [controlled(calibrated(read_data(path, joint_states_topic=args.joint_states_topic,
-                                                  command_topic=args.command_topic,
-                                                  joint_names=model.dof_joint_names,
-                                                  **csv_layout(args)).for_model(model), args), args)
-                for path in args.data]
-    payloads = load_payloads(args.payloads, len(datasets)) if args.payloads else [None] * len(datasets)
-    multi = prepare_runs(datasets, payloads, target, settings, min_speed=options.min_speed,
-                         progress=options.progress, stribeck_velocity=options.stribeck_velocity,
-                         sigmoid_shape=options.sigmoid_shape,
-                         gains=args.drive_gains)
-    target = multi.prep.target
-    result, prep, gains = identify_runs(multi, options, gains=args.drive_gains)
-    val_prep = None
-    if args.validate:
-        val = calibrated(read_data(args.validate, joint_states_topic=args.joint_states_topic,
-                                    command_topic=args.command_topic, joint_names=model.dof_joint_names,
-                                    **csv_layout(args)).for_model(model), args)
-        val_prep = prepare(val, target, settings, min_speed=options.min_speed, progress=options.progress,
-                           search_stribeck=False, search_sigmoid=False, held_out=True,
-                           grid_period=_grid_period(prep))
-        val_prep = replace(val_prep, y=val_prep.y * gains[None, :])
-    evaluation = evaluate(result, prep, validation=val_prep)
-    paths, doc = write_outputs(args.out, result, target, evaluation, plots=not args.no_plots,
-                               inputs=_inputs(args))
-    return _report(args, result, evaluation, paths, doc)
+def _say(message: str) -> None:
+    print(f"[sysid identify] {message}", file=sys.stderr)
 
 
-def _report(args: argparse.Namespace, result, evaluation, paths: list, doc: dict) -> int:
+def _progress(stage: str | None, message: str) -> None:
+    """The log lines (not the stage names: those are the node's feedback), on stderr."""
+    if stage is None:
+        _say(message)
+
+
+def _report(args: argparse.Namespace, outcome: IdentifyOutcome) -> int:
     """What ``sysid identify`` prints (result.json with ``--json``, else the summary and the files
-    written) and its exit code (:func:`_trust`)."""
+    written) and its exit code (:attr:`IdentifyOutcome.exit_code`, the reasons on stderr)."""
     if args.json:
-        print(dumps_strict(doc, indent=2))
+        print(dumps_strict(outcome.document, indent=2))
     else:
-        print(summary(result, evaluation))
-        for p in paths:
+        print(summary(outcome.result, outcome.evaluation))
+        for p in outcome.paths:
             print(f"wrote {p}")
-    return _trust(result, accept_cost=args.accept_cost)
+    _print_verdict(outcome.result.method, outcome.cost_warning, outcome.problems)
+    return outcome.exit_code
+
+
+def _print_verdict(method: str, cost_warning: str | None, problems: tuple[str, ...]) -> None:
+    if cost_warning:
+        print(f"sysid identify: WARNING: {cost_warning}", file=sys.stderr)
+    elif problems:
+        print(f"sysid identify: the {method} estimate is not trustworthy: {'; '.join(problems)}",
+              file=sys.stderr)
+
+
+def _trust(result, *, accept_cost: bool = False) -> int:
+    """The exit code of ``result`` (0, or 3 with why on stderr; :func:`~sysid_ros.app.identify.verdict`)."""
+    cost_warning, problems = verdict(result, accept_cost=accept_cost)
+    _print_verdict(result.method, cost_warning, problems)
+    return 3 if cost_warning or problems else 0
 
 
 def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
@@ -154,49 +103,11 @@ def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
     return values[0], values[1]
 
 
-def _trust(result, *, accept_cost: bool = False) -> int:
-    """0 if the estimate can be used; 3 (and why, on stderr) if the solver did not reach an
-    optimal, converged solution, the exported parameters are not physically consistent, or
-    (unless ``accept_cost``) bounds or the prior cost more torque than the limit
-    (:func:`~sysid_ros.core.batch.cost.cost_exceeded`); the files are written all the same."""
-    from sysid_ros.core.batch.cost import COST_EXIT_CODE, cost_exceeded
-
-    too_costly = cost_exceeded(result.diagnostics.extra)
-    if too_costly and not accept_cost:
-        print(f"sysid identify: WARNING: {too_costly}", file=sys.stderr)
-        return COST_EXIT_CODE
-    problems = []
-    if not result.solver.optimal:
-        problems.append(f"solver {result.solver.solver} ended with status {result.solver.status}"
-                        + ("" if result.solver.converged else ", not converged"))
-    cons = result.consistency
-    if cons is not None and not cons.consistent:
-        problems.append(f"the exported parameters are not physically consistent ({', '.join(cons.failures)})")
-    if not problems:
-        return 0
-    print(f"sysid identify: the {result.method} estimate is not trustworthy: {'; '.join(problems)}",
-          file=sys.stderr)
-    return 3
-
-
-def _grid_period(prep) -> float | None:
-    """The identification part's grid [s], for the validation part."""
-    timebase = getattr(prep, "timebase", None)
-    return None if timebase is None else float(timebase.period)
-
-
-def _inputs(args: argparse.Namespace) -> list[str]:
-    """The data files of ``sysid identify`` (hashed into result.json's provenance)."""
-    return [*args.data, *([args.validate] if args.validate else [])]
-
-
 def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
     """The session options of ``identify --method rls|rls_logdet|momentum|ekf|mhe`` (the estimator node's
     parameters of the same names); the sample rate is the data's unless given."""
-    values = {name: getattr(args, name) for name in OnlineOptions.names() if name != "method"}
-    if values["sample_rate"] is None:
-        values["sample_rate"] = data_rate
-    return OnlineOptions(method=args.method, **values)
+    values = {name: getattr(args, name) for name in ONLINE_OPTIONS}
+    return online_options(args.method, {**values, "stationary_cut": args.stationary_cut}, data_rate)
 
 
 def _add_online_options(parser: argparse.ArgumentParser) -> None:
@@ -208,9 +119,7 @@ def _add_online_options(parser: argparse.ArgumentParser) -> None:
                "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S",
                "drift": "PER_SQRT_S", "position_noise": "RAD", "velocity_noise": "RAD_S", "horizon": "S",
                "solve_rate": "HZ"}
-    for name in OnlineOptions.names():
-        if name in ("method", "stationary_cut"):  # shared with the batch methods
-            continue
+    for name in ONLINE_OPTIONS:  # method and stationary_cut: shared with the batch methods
         default = getattr(defaults, name)
         flag = "--" + name.replace("_", "-")
         if name == "sample_rate":
@@ -238,7 +147,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="several runs: identify a torque gain per joint (true torque = gain x logged), "
                    "which needs runs with at least two different known payloads")
     p.add_argument("--model", required=True, help="MJCF or URDF file")
-    p.add_argument("--method", default="ols", choices=METHODS + ONLINE_METHODS,
+    p.add_argument("--method", default="ols", choices=ALL_METHODS,
                    help="batch method, or an online estimator replayed sample by sample")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="print result.json")
@@ -262,9 +171,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "armature); --no-armature: not identified")
     p.add_argument("--validate", help="another bag/CSV to validate the torque prediction on")
     p.add_argument("--bandwidth", type=float, default=5.0, help="closed-loop bandwidth [Hz]")
-    p.add_argument("--differentiator", choices=("central", "savgol"), default="central",
+    p.add_argument("--differentiator", choices=CHOICES["differentiator"], default="central",
                    help="positions to velocity/acceleration")
-    p.add_argument("--velocity", choices=("auto", "measured", "differentiate"), default="auto",
+    p.add_argument("--velocity", choices=CHOICES["velocity"], default="auto",
                    help="measured velocity when recorded (auto), always, or never")
     p.add_argument("--regularization", type=float, default=0.0, help="weight (<= 0: default)")
     p.add_argument("--friction-prior", default="model", metavar="model|zero|FILE.json",
@@ -306,7 +215,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accept-cost", action="store_true",
                    help="exit 0 even when the exported model fits the data more than 5 %% worse than "
                    "the method's fit without bounds or prior (default: a warning and exit code 3)")
-    p.add_argument("--resample", choices=("auto", "off"), default="auto",
+    p.add_argument("--resample", choices=CHOICES["resample"], default="auto",
                    help="irregular sampling (steps off the median by > 10 %%, dropped cycles) put "
                    "on a uniform grid by spline interpolation (auto), or used as recorded (off)")
     p.add_argument("--bridge-gaps", type=float, default=-1.0, metavar="S",

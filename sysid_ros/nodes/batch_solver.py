@@ -18,6 +18,11 @@ message. The latest estimate is also published (latched) on ``~/estimate``.
 Several runs of the same arm: ``bag_path`` lists them comma-separated (``run0,run2kg,run5kg``);
 the ``known_payloads`` parameter gives each its known payload and ``drive_gains`` adds a torque
 gain per joint (:mod:`sysid_ros.core.batch.multi_run`; the service type is unchanged).
+
+The solve is :func:`sysid_ros.app.identify.run_identify`, the one that ``sysid identify`` runs:
+every option of the command has its request field or node parameter here (:data:`FROM_NODE`,
+checked by a test), online estimators included (replayed on the data, their options the
+estimator node's parameter names).
 """
 
 from __future__ import annotations
@@ -39,26 +44,25 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sysid_ros.action import BatchSolve as BatchSolveAction
-from sysid_ros.core.batch.cost import cost_exceeded
-from sysid_ros.core.batch.identify import (
-    COMMAND_METHODS,
-    METHODS,
-    IdentifyOptions,
-    check_method,
-    prepare,
-    run_method,
+from sysid_ros.app.identify import (
+    ALL_METHODS,
+    CHOICES,
+    ONLINE_OPTIONS,
+    STAGES,
+    Canceled,
+    IdentifyRequest,
+    check_choice,
+    run_identify,
 )
-from sysid_ros.core.batch.multi_run import identify_runs, parse_payloads, prepare_runs
+from sysid_ros.core.batch.friction_shape import check_sigmoid_option, check_stribeck_velocity
+from sysid_ros.core.batch.identify import check_method
 from sysid_ros.core.blas import single_threaded_blas
-from sysid_ros.core.data.bag import CSV_SUFFIXES, read_data
+from sysid_ros.core.data.bag import CSV_SUFFIXES
 from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
-from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
-from sysid_ros.core.model.target import Plausibility, batch_target, joint_prior_spec
-from sysid_ros.core.report.files import write_outputs
-from sysid_ros.core.report.metrics import evaluate
+from sysid_ros.core.model.target import Plausibility
+from sysid_ros.core.online.session import OPTION_HELP, OnlineOptions
 from sysid_ros.core.resources import default_robot_path
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
@@ -68,13 +72,6 @@ from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requ
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 from sysid_ros.srv import BatchSolve
-
-#: the solve's stages, in order, with the fraction of the work done when each begins
-STAGES = {"reading": 0.0, "preparing": 0.1, "solving": 0.3, "evaluating": 0.8, "writing": 0.9, "done": 1.0}
-
-
-class CanceledError(Exception):
-    """A goal's cancel request, raised in the solve's thread at a stage boundary or log line."""
 
 
 def resolve_inside(root: Path, given: str, what: str) -> Path:
@@ -96,6 +93,15 @@ def resolve_inside_any(roots: Sequence[Path], given: str, what: str) -> Path:
                          f"{' and '.join(str(r) for r in resolved)}; refused")
     return candidate
 
+
+#: the online estimators' options (methods rls, rls_logdet, momentum, ekf, mhe replayed on the
+#: data): the estimator node's session parameters, same names and defaults, except ``sample_rate``
+#: (0: the data's median rate)
+ONLINE_PARAMETERS = tuple(
+    (name, 0.0, "online methods: the stream's nominal rate [Hz] (0: the data's median rate)")
+    if name == "sample_rate" else
+    (name, getattr(OnlineOptions(), name), f"online methods: {OPTION_HELP[name]}")
+    for name in ONLINE_OPTIONS)
 
 #: ``(name, default, description)`` of every parameter of the node
 PARAMETERS = (
@@ -140,11 +146,23 @@ PARAMETERS = (
                            "known payloads)"),
     ("accept_cost", False, "succeed even when the exported model fits the data more than 5 % worse "
                            "than the method's fit without bounds or prior"),
+    ("differentiator", "central", "positions to velocity/acceleration: central or savgol"),
+    ("velocity", "auto", "measured velocity when recorded (auto), always (measured), or never "
+                         "(differentiate)"),
+    ("stribeck_velocity", 0.0, "Stribeck velocity qs of the stribeck terms [rad/s] (0: the one that "
+                               "minimises the least-squares residual, searched)"),
+    ("sigmoid_shape", Parameter.Type.DOUBLE_ARRAY, "[phi2 s/rad, phi3 rad/s] of every joint's sigmoid "
+                                                   "friction (unset: searched per joint)"),
+    ("drop_outliers", False, "leave out the regression rows whose torque residual is beyond 8 robust "
+                             "sigma of a least-squares fit (reported either way)"),
+    *ONLINE_PARAMETERS,
 )
 
 
 class BatchSolverNode(Node):
-    """Thin ROS facade over :func:`sysid_ros.core.batch.identify.run_method`."""
+    """Thin ROS adapter over :func:`sysid_ros.app.identify.run_identify` (the use case of ``sysid
+    identify``): parameters and the request make an :class:`IdentifyRequest` (:data:`FROM_NODE`),
+    the outcome makes the response, the feedback and the published estimate."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("batch_solver", **kwargs)
@@ -166,7 +184,7 @@ class BatchSolverNode(Node):
         self._markers = InertiaMarkerPublisher(self)
         self.get_logger().info(f"batch_solve ready; data_root={self._data_root()}, "
                                f"output_root={self._output_root()}, model roots "
-                               f"{[str(r) for r in self._model_roots()]}, methods {list(METHODS)}")
+                               f"{[str(r) for r in self._model_roots()]}, methods {list(ALL_METHODS)}")
 
     # -------------------------------------------------------------------------------- params
     def _validate(self, params) -> SetParametersResult:
@@ -193,6 +211,12 @@ class BatchSolverNode(Node):
                     _payload_list(prm.value)
                 if prm.name == "markers_frame":
                     check_markers_frame(prm.value)
+                if prm.name in CHOICES:
+                    check_choice(prm.name, prm.value)
+                if prm.name == "stribeck_velocity":
+                    check_stribeck_velocity(_searched_if_zero(requested_value(self, prm)))
+                if prm.name == "sigmoid_shape":
+                    check_sigmoid_option(_pair(requested_value(self, prm)))
             except SysIdError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
@@ -227,14 +251,12 @@ class BatchSolverNode(Node):
         stage = ["reading"]
 
         def report(name: str | None, message: str) -> None:
-            if goal_handle.is_cancel_requested:
-                raise CanceledError(stage[0])
             if name is not None:
                 stage[0] = name
             goal_handle.publish_feedback(BatchSolveAction.Feedback(
                 stage=stage[0], progress=STAGES[stage[0]], message=message))
 
-        await self._in_worker(goal_handle.request, result, report)
+        await self._in_worker(goal_handle.request, result, report, lambda: goal_handle.is_cancel_requested)
         if result.message.startswith("canceled during "):
             goal_handle.canceled()
         elif result.success:
@@ -243,7 +265,7 @@ class BatchSolverNode(Node):
             goal_handle.abort()
         return result
 
-    async def _in_worker(self, request, response, report=None):
+    async def _in_worker(self, request, response, report=None, cancel=None):
         """Run :meth:`_handle` in a worker thread while the executor keeps serving; a second
         request while one runs is refused at once."""
         if not self._busy.acquire(blocking=False):
@@ -255,7 +277,7 @@ class BatchSolverNode(Node):
 
         def work() -> None:
             try:
-                self._handle(request, response, report)
+                self._handle(request, response, report, cancel)
             finally:
                 finished.set_result(True)
 
@@ -263,16 +285,16 @@ class BatchSolverNode(Node):
         await finished
         return response
 
-    def _handle(self, request, response, report=None) -> None:
+    def _handle(self, request, response, report=None, cancel=None) -> None:
         """Solve (in the worker thread); every outcome lands in ``response`` (the service's
         response or the action's result: the same fields)."""
         start = time.perf_counter()
         try:
             self._current = f"{request.method or '(no method)'} on {request.bag_path!r}"
-            self._solve(request, response, report or (lambda _stage, _message: None))
-        except CanceledError as stage:
+            self._solve(request, response, report or (lambda _stage, _message: None), cancel)
+        except Canceled as exc:
             response.success = False
-            response.message = f"canceled during {stage}; nothing written"
+            response.message = f"canceled during {exc.stage}; nothing written"
             self.get_logger().info(f"BatchSolve {response.message}")
         except SysIdError as exc:
             response.success = False
@@ -287,82 +309,24 @@ class BatchSolverNode(Node):
             self._current = ""
             self._busy.release()
 
-    def _solve(self, request, response, report) -> None:
-        """One solve of ``request`` into ``response``; ``report(stage, message)`` is called as each
-        stage begins (``stage`` a key of :data:`STAGES`) and with each log line (``stage`` None);
-        it may raise :class:`CanceledError`."""
-        report("reading", f"reading {request.bag_path}")
-        method = request.method
-        if not method:
-            raise SysIdError(f"method is empty: expected one of {list(METHODS)} (there is no default)")
-        check_method(method)
-        bags = []
-        for given in request.bag_path.split(","):
-            bag = resolve_inside(self._data_root(), given.strip(), "bag_path")
-            if not bag.exists():
-                raise SysIdError(f"bag {given.strip()!r} not found under {self._data_root()}")
-            bags.append(bag)
-        bag = bags[0]
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        runs = f"+{len(bags) - 1}" if len(bags) > 1 else ""
-        out = resolve_inside(self._output_root(), request.output_dir or f"{bag.name}{runs}-{method}-{stamp}",
-                             "output_dir")
-        model_path = (str(resolve_inside_any(self._model_roots(), request.model_path, "model_path"))
-                      if request.model_path else "")
-        model = self._models.load(model_path=model_path, joint_terms=())
-        # the CLI's default: no friction given identifies the joint terms the model declares
-        friction = ",".join(request.friction) if list(request.friction) else "model"
-        armature = True if request.armature else None
-        model = model.with_joint_terms(default_joint_terms(model.mj, friction, armature))
-        excluded = excluded_line(model.mj, model.joint_terms)
-        if excluded and not request.payload_body:
-            self.get_logger().warning(excluded)
-        target = batch_target(model, request.payload_body, plausibility=Plausibility(
-            float(self._get("mass_factor")), float(self._get("extent_factor")),
-            float(self._get("com_radius"))), joint_prior=joint_prior_spec(str(self._get("friction_prior"))))
-        settings = Preprocessing(bandwidth=float(self._get("bandwidth")),
-                                 min_segment=float(self._get("min_segment")),
-                                 stationary_cut=bool(self._get("stationary_cut")),
-                                 resample=str(self._get("resample")),
-                                 bridge_gaps=float(self._get("bridge_gaps")))
-        options = IdentifyOptions(method=method, preprocessing=settings,
-                                  regularization=float(request.regularization_weight),
-                                  max_samples=int(self._get("max_samples")),
-                                  progress=lambda msg: (self.get_logger().info(msg), report(None, msg)))
-        def read(bag: Path):
-            ds = read_data(bag,
-                           joint_states_topic=request.joint_states_topic or self._get("joint_states_topic"),
-                           command_topic=request.motor_command_topic or self._get("motor_command_topic"),
-                           joint_names=model.dof_joint_names, **self._csv_layout(bag),
-                           commands=method in COMMAND_METHODS or bool(self._get("controller"))
-                           ).for_model(model).with_torque_calibration(
-                self._get("torque_scale"), self._get("torque_offset"))
-            if self._get("controller"):
-                ds = ControllerDescription.parse(self._get("controller")).apply(ds)
-            return ds
+    def _solve(self, request, response, report, cancel=None) -> None:
+        """One solve of ``request`` (:func:`~sysid_ros.app.identify.run_identify`) into
+        ``response``; ``report(stage, message)`` is called as each stage begins (``stage`` a key of
+        :data:`STAGES`) and with each log line (``stage`` None); ``cancel()`` stops it."""
+        if not request.method:
+            raise SysIdError(f"method is empty: expected one of {list(ALL_METHODS)} (there is no default)")
+        if request.method not in ALL_METHODS:
+            check_method(request.method)  # the one line naming the methods
 
-        known = self._get("known_payloads")
-        if len(bags) > 1 or known or self._get("drive_gains"):
-            payloads = parse_payloads(_payload_list(known), len(bags)) if known else [None] * len(bags)
-            datasets = [read(b) for b in bags]
-            report("preparing", f"preparing {len(bags)} runs")
-            multi = prepare_runs(datasets, payloads, target, settings,
-                                 min_speed=options.min_speed, progress=options.progress,
-                                 gains=bool(self._get("drive_gains")))
-            report("solving", f"{method} on {len(bags)} runs")
-            result, prep, _ = identify_runs(multi, options, gains=bool(self._get("drive_gains")))
-        else:
-            data = read(bag)
-            report("preparing", f"preparing {len(data)} samples")
-            prep = prepare(data, target, settings, min_speed=options.min_speed,
-                           progress=options.progress)
-            report("solving", f"{method}")
-            result = run_method(prep, options)
-        report("evaluating", "evaluating the estimate")
-        evaluation = evaluate(result, prep)
-        report("writing", f"writing results into {out}")
-        paths, _ = write_outputs(out, result, prep.target, evaluation, plots=bool(self._get("plots")),
-                                 inputs=bags)
+        def progress(stage: str | None, message: str) -> None:
+            if stage is None:
+                self.get_logger().info(message)
+            report(stage, message)
+
+        job = self._request(request)
+        outcome = run_identify(job, progress, cancel, warn=self.get_logger().warning)
+        result, evaluation, out, method = outcome.result, outcome.evaluation, Path(job.out), job.method
+        paths = outcome.paths
         response.estimate = to_estimate_msg(
             result, divergence_to_prior=evaluation.divergence_to_prior,
             divergence_to_truth=evaluation.divergence_to_truth, stamp=self.get_clock().now().to_msg())
@@ -370,32 +334,157 @@ class BatchSolverNode(Node):
         response.success = True
         response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "
                             f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
-        too_costly = cost_exceeded(result.diagnostics.extra)
-        if too_costly and not bool(self._get("accept_cost")):  # files written, the answer says so
+        if outcome.cost_warning:  # files written, the answer says so
             response.success = False
-            response.message = f"{method}: {too_costly} (files in {out}; parameter accept_cost keeps them)"
+            response.message = (f"{method}: {outcome.cost_warning} (files in {out}; parameter accept_cost "
+                                "keeps them)")
             self.get_logger().warning(response.message)
         self._publisher.publish(response.estimate)
         params = result.parameters
-        self._markers.publish(prep.target, params.names, params.values, std=params.std,
+        self._markers.publish(outcome.target, params.names, params.values, std=params.std,
                               stamp=response.estimate.header.stamp)
         self.get_logger().info(response.message)
-        try:
-            report("done", response.message)
-        except CanceledError:
-            pass  # the files are written: the solve is complete
+        report("done", response.message)
 
+    # ------------------------------------------------------------------ request -> IdentifyRequest
+    def _request(self, msg) -> IdentifyRequest:
+        """The :class:`IdentifyRequest` of a BatchSolve request (or goal) and the node's parameters,
+        field by field as :data:`FROM_NODE` says; paths confined to their roots."""
+        values = {}
+        for name, spec in FROM_NODE.items():
+            given = None
+            for source in (spec if isinstance(spec, tuple) else (spec,)):
+                kind, key = source.split(".", 1)
+                given = getattr(msg, key) if kind == "request" else self._get(key)
+                if given is not None and (not hasattr(given, "__len__") or len(given)):
+                    break  # a tuple's later source only when this one is empty
+            values[name] = _CONVERT.get(name, lambda v, _self: v)(given, self)
+        if not any(Path(p).suffix.lower() in CSV_SUFFIXES for p in values["data"]):
+            values["csv_columns"], values["time_unit"] = "", "s"  # the CSV layout is for CSV requests
+        model_path = (str(resolve_inside_any(self._model_roots(), msg.model_path, "model_path"))
+                      if msg.model_path else "")
+        values["model"] = self._models.load(model_path=model_path, joint_terms=())
+        if not msg.output_dir:
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            data = values["data"]
+            runs = f"+{len(data) - 1}" if len(data) > 1 else ""
+            values["out"] = resolve_inside(self._output_root(), f"{data[0].name}{runs}-{msg.method}-{stamp}",
+                                           "output_dir")
+        online = {name: self._get(name) for name in ONLINE_OPTIONS}
+        online["sample_rate"] = online["sample_rate"] or None  # 0: the data's rate
+        return IdentifyRequest(**values, online=online)
 
-    def _csv_layout(self, path: Path) -> dict:
-        """``csv_columns`` / ``time_unit`` for a CSV file (a bag ignores them)."""
-        if path.suffix.lower() not in CSV_SUFFIXES:
-            return {}
-        spec = self._get("csv_columns")
-        return {"columns": ColumnMap.parse(spec) if spec else None, "time_unit": self._get("time_unit")}
+    def _bags(self, text: str) -> tuple[Path, ...]:
+        """``bag_path`` (comma-separated runs) resolved under ``data_root``, each one existing."""
+        bags = []
+        for given in text.split(","):
+            bag = resolve_inside(self._data_root(), given.strip(), "bag_path")
+            if not bag.exists():
+                raise SysIdError(f"bag {given.strip()!r} not found under {self._data_root()}")
+            bags.append(bag)
+        return tuple(bags)
+
+    def _validation_path(self, text: str) -> Path | None:
+        if not text:
+            return None
+        path = resolve_inside(self._data_root(), text, "validation_path")
+        if not path.exists():
+            raise SysIdError(f"validation recording {text!r} not found under {self._data_root()}")
+        return path
 
     def destroy_node(self) -> None:
         self._one_blas_thread.restore_original_limits()
         super().destroy_node()
+
+
+#: IdentifyRequest field -> where the batch_solver takes it: ``request.<field>`` (the BatchSolve
+#: request or goal) or ``param.<name>`` (a node parameter); a pair: the request's value, or the
+#: parameter's when the request leaves it empty. ``online``: the parameters named as the fields of
+#: :data:`~sysid_ros.app.identify.ONLINE_OPTIONS`. The model: ``request.model_path``, else the
+#: node's model parameters (:mod:`~sysid_ros.nodes.robot_model`).
+FROM_NODE: dict[str, str | tuple[str, str]] = {
+    "data": "request.bag_path",
+    "model": "request.model_path",
+    "out": "request.output_dir",
+    "method": "request.method",
+    "base": "param.base",
+    "payload_body": "request.payload_body",
+    "friction": "request.friction",
+    "armature": "request.armature",
+    "stribeck_velocity": "param.stribeck_velocity",
+    "sigmoid_shape": "param.sigmoid_shape",
+    "joint_states_topic": ("request.joint_states_topic", "param.joint_states_topic"),
+    "command_topic": ("request.motor_command_topic", "param.motor_command_topic"),
+    "csv_columns": "param.csv_columns",
+    "time_unit": "param.time_unit",
+    "torque_scale": ("request.torque_scale", "param.torque_scale"),
+    "torque_offset": ("request.torque_offset", "param.torque_offset"),
+    "controller": "param.controller",
+    "bandwidth": "param.bandwidth",
+    "differentiator": "param.differentiator",
+    "velocity": "param.velocity",
+    "min_segment": "param.min_segment",
+    "stationary_cut": "param.stationary_cut",
+    "resample": "param.resample",
+    "bridge_gaps": "param.bridge_gaps",
+    "regularization": "request.regularization_weight",
+    "max_samples": "param.max_samples",
+    "drop_outliers": "param.drop_outliers",
+    "mass_factor": "param.mass_factor",
+    "extent_factor": "param.extent_factor",
+    "com_radius": "param.com_radius",
+    "friction_prior": "param.friction_prior",
+    "payloads": "param.known_payloads",
+    "drive_gains": "param.drive_gains",
+    "validate": "request.validation_path",
+    "plots": "param.plots",
+    "accept_cost": "param.accept_cost",
+}
+#: how a source's value becomes the request's, ``convert(value, node)`` (the others as they come;
+#: ``model`` and an automatic ``out`` are set by :meth:`BatchSolverNode._request`)
+_CONVERT = {
+    "data": lambda v, node: node._bags(v),
+    "model": lambda v, node: None,
+    "out": lambda v, node: resolve_inside(node._output_root(), v, "output_dir") if v else None,
+    "base": lambda v, node: v or None,
+    # the CLI's default: no friction given identifies the joint terms the model declares
+    "friction": lambda v, node: ",".join(v) if list(v) else "model",
+    "armature": lambda v, node: True if v else None,
+    "stribeck_velocity": lambda v, node: _searched_if_zero(float(v)),
+    "sigmoid_shape": lambda v, node: _pair(v),
+    "torque_scale": lambda v, node: list(v) if v is not None and len(v) else None,
+    "torque_offset": lambda v, node: list(v) if v is not None and len(v) else None,
+    "bandwidth": lambda v, node: float(v),
+    "min_segment": lambda v, node: float(v),
+    "bridge_gaps": lambda v, node: float(v),
+    "regularization": lambda v, node: float(v),
+    "max_samples": lambda v, node: int(v),
+    "mass_factor": lambda v, node: float(v),
+    "extent_factor": lambda v, node: float(v),
+    "com_radius": lambda v, node: float(v),
+    "stationary_cut": lambda v, node: bool(v),
+    "drop_outliers": lambda v, node: bool(v),
+    "drive_gains": lambda v, node: bool(v),
+    "plots": lambda v, node: bool(v),
+    "accept_cost": lambda v, node: bool(v),
+    "payloads": lambda v, node: _payload_list(v) if v else None,
+    "validate": lambda v, node: node._validation_path(v),
+}
+
+
+def _searched_if_zero(value: float) -> float | None:
+    """A Stribeck velocity parameter: 0 means searched (None)."""
+    return None if value == 0.0 else value
+
+
+def _pair(values) -> tuple[float, float] | None:
+    """The ``sigmoid_shape`` parameter: unset or empty = searched (None), else ``(phi2, phi3)``."""
+    if values is None or not len(values):
+        return None
+    if len(values) != 2:
+        raise SysIdError(f"sigmoid_shape: expected [phi2, phi3] (steepness [s/rad], offset [rad/s]), "
+                         f"got {list(values)}")
+    return float(values[0]), float(values[1])
 
 
 def _payload_list(text: str) -> list:

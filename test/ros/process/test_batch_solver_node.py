@@ -312,3 +312,48 @@ def test_sigmoid_friction_in_a_request_is_searched_and_identified(tmp_path, ros_
         assert values[f"{joint}.Fsig"] == pytest.approx(p1, rel=0.02)
         assert phi[joint][0] == values[f"{joint}.Fsig"]
         assert phi[joint][1:] == pytest.approx([p2, p3], rel=0.03)
+
+
+def test_a_request_and_the_command_with_the_same_options_give_the_same_result(tmp_path, ros_domain_id):
+    """BatchSolve and ``sysid identify`` run one use case (sysid_ros.app.identify): a log whose
+    effort is half the torque (``torque_scale: [2.0]`` in the request), a validation recording
+    (``validation_path``), and options the node lacked before, as parameters (differentiator
+    savgol, outliers dropped), give the result.json of the same command line:
+    the same exported parameters, fit and validation figures, to the last digit."""
+    import json
+
+    from sysid_ros.cli import main as sysid
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    model = RobotModel.from_mjcf(MODEL)
+    for name, seed, duration in (("run", 3, 8.0), ("val", 4, 4.0)):
+        ds = simulate_dataset(model, duration=duration, seed=seed).with_torque_calibration(0.5)
+        write_bag(data / name, dataset_topics(ds))
+    options = {"differentiator": "savgol", "drop_outliers": "true"}
+    proc = start_batch_solver(ros_domain_id, data, out,
+                              *[a for k, v in options.items() for a in ("-p", f"{k}:={v}")])
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="run", method="ols", torque_scale=[2.0], validation_path="val",
+                    output_dir="node")
+    finally:
+        c.close()
+        log = stop_process(proc)
+    assert ok.message.startswith("ols: rank "), (ok.message, log[-2000:])
+    code = sysid(["identify", str(data / "run"), "--model", str(MODEL), "--method", "ols",
+                  "--torque-scale", "2", "--validate", str(data / "val"), "--differentiator", "savgol",
+                  "--drop-outliers", "--no-plots", "--out", str(tmp_path / "cli")])
+    assert code in (0, 3) and (ok.success or "accept_cost keeps them" in ok.message)
+    node_doc = json.loads((out / "node" / "result.json").read_text())
+    cli_doc = json.loads((tmp_path / "cli" / "result.json").read_text())
+    assert node_doc["exported_parameters"] == cli_doc["exported_parameters"]
+    assert node_doc["fit"] == cli_doc["fit"] and node_doc["validation"] == cli_doc["validation"]
+    assert node_doc["diagnostics"]["data"] == cli_doc["diagnostics"]["data"]  # segments, grid, outliers
+    assert node_doc["diagnostics"]["data"]["outliers"]["dropped"] is True
+    # the scale was applied: the arm's mass as simulated (about half of it without the scale)
+    exported = node_doc["exported_parameters"]["values"]
+    true_mass = sum(v for k, v in zip(model.param_names, model.nominal, strict=True) if k.endswith(".m"))
+    assert sum(v for k, v in exported.items() if k.endswith(".m")) == pytest.approx(true_mass, rel=0.05)
