@@ -12,11 +12,12 @@ naming other joints (``rejected_names``), samples missing between stamps (``miss
 joint slower than 0.01 rad/s) add no row (``stationary_cut``, counted ``stationary``).
 
 Time: an estimate is stamped with the data time (header stamp) of the last sample folded into it,
-so "the estimate covering t" can be waited for. A stamp of 0 is a valid time; a driver that does
-not stamp at all is told apart by the stream's first two messages: a first message stamped 0 is
-held until the second arrives; if that one is stamped 0 too, every message of the stream
-(the first included) gets the time it was received (node clock), with a warning, otherwise 0 is
-the first sample's time. After each batch ``~/progress``
+so "the estimate covering t" can be waited for. The stream's rules (stamps, names, torque map)
+are the core's :class:`~sysid_ros.core.online.stream.JointStream`. A stamp of 0 is a valid time; a
+driver that does not stamp at all is told apart by the stream's first two messages: a first
+message stamped 0 is held until the second arrives; if that one is stamped 0 too, every message
+of the stream (the first included) gets the time it was received (node clock), with a warning,
+otherwise 0 is the first sample's time. After each batch ``~/progress``
 (``builtin_interfaces/Time``, the data time of the newest sample processed; what a lockstep
 ``mujoco_sim`` waits for) is published; with each estimate ``~/lag`` (``std_msgs/Float64``,
 [s]): node clock minus the estimate's stamp.
@@ -24,7 +25,7 @@ the first sample's time. After each batch ``~/progress``
 Parameters changed at run time apply at once: session options and the model rebuild the session
 (the estimate restarts from its prior, said in the log), rates re-create their timers;
 ``reliable_input`` (the subscription's QoS) is read-only (set at start). Services ``~/reset`` and
-``~/save`` (JSON + MJCF).
+``~/save`` (``result.json`` through ``ResultFile``, the batch schema, and the MJCF).
 
 Topics are relative names, set by remapping (``-r joint_states:=/arm/joint_states``): subscribes
 ``joint_states`` and ``sim/true_parameters`` (latched truth from a simulator, for scoring),

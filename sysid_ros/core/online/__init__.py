@@ -12,6 +12,9 @@ Nothing here looks ahead: every sample is processed when it arrives, as on a liv
 * :mod:`.estimator` — :class:`OnlineEstimator`, a row builder feeding an estimator, with diagnostics;
 * :mod:`.session` — :class:`OnlineSession`: stream checks, gaps, conditioning, rows and estimator in
   one place, :class:`OnlineOptions` in, :class:`OnlineEstimate` out (the node and the CLI run it);
+* :mod:`.stream` — a live joint-state stream as arrays (stamps, name → column map, torque map, the
+  prior from a file): what the nodes hand their session; :mod:`.publication` — an estimate, its
+  typed result and precision in one call;
 * :mod:`.replay` — recorded data through a session, sample by sample.
 """
 
