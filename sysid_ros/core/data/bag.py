@@ -47,6 +47,7 @@ from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
 from sysid_ros.core.data.stream_time import stream_times
 from sysid_ros.core.errors import DataError
+from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.resources import find_share_file
 
 JOINT_STATES = "/joint_states"
@@ -147,7 +148,7 @@ def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage
                 writer.set_custom_data("sysid_ros.truth", TRUTH_FILE)
         mcap_crc.seal_bag(tmp_bag)
         if truth is not None:
-            (tmp_bag / TRUTH_FILE).write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+            (tmp_bag / TRUTH_FILE).write_text(dumps_strict(truth, indent=2) + "\n", encoding="utf-8")
         if path.exists():
             shutil.rmtree(path)
         # a bag is a folder renamed into place whole (not core.atomic's files): see core/atomic.py
@@ -474,7 +475,7 @@ class BagRecording:
 
     def save_state(self, state: dict[str, Any]) -> None:
         """Keep ``state`` (e.g. loss counts so far) beside the partial bag for :func:`recover_bag`."""
-        write_atomic(self._staging / PARTIAL_STATE, json.dumps(state))
+        write_atomic(self._staging / PARTIAL_STATE, dumps_strict(state))
 
     def close(self) -> Path:
         """Finish the bag and move it to its final name. Returns the path.

@@ -17,7 +17,6 @@ sets it: it enters no base parameter (no effect on the torques) or only poorly d
 from __future__ import annotations
 
 import html
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ import numpy as np
 
 from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.report.figures import link_figure, precision_figure, residual_figure, torque_figure
 from sysid_ros.core.report.report_data import REPORT_FILE, ReportInputs
 from sysid_ros.core.report.verdict import Verdict, base_precision, verdict_of
@@ -218,7 +218,7 @@ def build_report(inputs: ReportInputs, *, js: str | None = None) -> str:
 
 def _json(spec: dict[str, Any]) -> str:
     """JSON safe inside a ``<script>`` element (no ``</`` closes it early)."""
-    return json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return dumps_strict(spec, separators=(",", ":")).replace("</", "<\\/")
 
 
 def _verdict(page: _Page, verdict: Verdict) -> None:
