@@ -148,3 +148,23 @@ def _regex(pattern: str) -> re.Pattern[str]:
     parts.append(re.escape(pattern[pos:]))
     return re.compile("".join(parts))
 
+
+def missing_joints_line(wanted: Sequence[str], names: Sequence[str]) -> str | None:
+    """What is wrong with data naming ``names`` for a model with the joints ``wanted``, in one line
+    (None: every wanted joint is there; other names are ignored)."""
+    missing = [j for j in wanted if j not in set(names)]
+    if not missing:
+        return None
+    return f"joints {missing} of the model are not in the data; the data has {list(names)}"
+
+
+def joint_columns(wanted: Sequence[str], names: Sequence[str], where: str) -> list[int]:
+    """The one name → column map of joint data (a bag's, a CSV file's, a live message's): the
+    index in ``names`` of each joint of ``wanted`` (the model's, in its order), other names
+    ignored. :class:`DataError` ``"<where>: joints [...] of the model are not in the data; the
+    data has [...]"``."""
+    line = missing_joints_line(wanted, names)
+    if line is not None:
+        raise DataError(f"{where}: {line}")
+    index = {name: i for i, name in enumerate(names)}
+    return [index[j] for j in wanted]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sysid_ros.core.atomic import atomic_path
-from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, time_scale
+from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, joint_columns, time_scale
 from sysid_ros.core.data.stream_time import Gap, find_gaps, missing_samples
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.robot import RobotModel
@@ -219,11 +219,7 @@ class Dataset:
         model.check_fixed_base(f"{self.source}: joint-state data")
         model.require_scalar_joints("joint-state data (bags, CSV files)")
         wanted = model.dof_joint_names
-        missing = [j for j in wanted if j not in self.joint_names]
-        if missing:
-            raise DataError(f"{self.source}: joints {missing} of the model are not in the data; "
-                            f"the data has {list(self.joint_names)}")
-        cols = np.array([self.joint_names.index(j) for j in wanted], dtype=int)
+        cols = np.array(joint_columns(wanted, self.joint_names, self.source), dtype=int)
         return replace(self, joint_names=tuple(wanted), q=self.q[:, cols], dq=self.dq[:, cols],
                        tau=self.tau[:, cols],
                        command=None if self.command is None else self.command.select(cols))

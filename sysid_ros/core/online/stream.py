@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sysid_ros.core.data.columns import joint_columns, missing_joints_line
 from sysid_ros.core.data.stream_time import StampPolicy
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.model.layout import BODY_FIELDS
@@ -53,8 +54,9 @@ class JointMessage:
 
 
 class JointColumns:
-    """The one name → column map: where the model's joints ``joint_names`` are in a message naming
-    ``names`` (any order, other joints ignored). A message that lacks some of them, or whose
+    """Where the model's joints ``joint_names`` are in a message naming ``names`` (any order, other
+    joints ignored: the one name → column map, :func:`~sysid_ros.core.data.columns.joint_columns`,
+    as for a bag or a CSV file), cached per name tuple. A message that lacks some of them, or whose
     arrays do not have one value per name, is refused with one line saying what was expected and
     what came."""
 
@@ -66,23 +68,22 @@ class JointColumns:
         """Indices ``(n,)`` of the model's joints in ``names`` (None: some are missing)."""
         cols = self._cache.get(names, False)
         if cols is False:
-            index = {name: i for i, name in enumerate(names)}
-            cols = (np.array([index[j] for j in self.joint_names], dtype=int)
-                    if all(j in index for j in self.joint_names) else None)
+            cols = (None if missing_joints_line(self.joint_names, names) is not None
+                    else np.array(joint_columns(self.joint_names, names, ""), dtype=int))
             self._cache[names] = cols
         return cols
 
     def refusal(self, msg: JointMessage, *, velocity: bool = False) -> str | None:
         """Why ``msg`` cannot be used (None: it can); ``velocity``: velocities are required."""
         names, n = msg.names, len(msg.names)
+        if self.columns(names) is None:
+            return f"joint state rejected: {missing_joints_line(self.joint_names, names)}"
         lengths = [len(msg.position), len(msg.effort)] + ([len(msg.velocity)] if velocity else [])
-        if self.columns(names) is not None and all(k == n for k in lengths):
+        if all(k == n for k in lengths):
             return None
-        missing = [j for j in self.joint_names if j not in names]
         arrays = "positions, velocities and efforts" if velocity else "positions and efforts"
-        what = (f"missing {missing} of the model's joints {list(self.joint_names)}" if missing
-                else f"expected {arrays} for its {n} names, got {', '.join(map(str, lengths))}")
-        return f"joint state rejected: it names {list(names)}: {what}"
+        return (f"joint state rejected: expected {arrays} for the {n} names {list(names)}, got "
+                f"{', '.join(map(str, lengths))}")
 
 
 @dataclass(frozen=True)

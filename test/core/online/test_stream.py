@@ -29,15 +29,13 @@ def test_the_stream_maps_names_to_the_models_columns_and_refuses_others_with_one
     np.testing.assert_allclose(batch.tau, [[2.0 * 3.0 + 0.5, 3.0 * 1.0], [2.0 * 1.0 + 0.5, 3.0 * 2.0]])
     assert batch.dq is None  # one message without velocities: the session differentiates the batch
     assert batch.refused == (
-        "joint state rejected: it names ['j1']: missing ['j2'] of the model's joints ['j1', 'j2']",
-        "joint state rejected: it names ['j1', 'j2']: expected positions and efforts for its 2 names, "
-        "got 2, 1")
+        "joint state rejected: joints ['j2'] of the model are not in the data; the data has ['j1']",
+        "joint state rejected: expected positions and efforts for the 2 names ['j1', 'j2'], got 2, 1")
     assert stream.progress_ns == 4_000
     monitor = JointStream(("j1", "j2"), velocity=True)  # the collision monitor needs velocities
     refused = monitor.batch([_message(("j1", "j2"), 5, velocity=False)]).refused
-    assert refused == ("joint state rejected: it names ['j1', 'j2']: expected positions, velocities and "
-                       "efforts for its 2 names, got 2, 2, 0",)
-
+    assert refused == ("joint state rejected: expected positions, velocities and efforts for the 2 names "
+                       "['j1', 'j2'], got 2, 2, 0",)
 
 def test_a_held_first_message_counts_as_progress_at_zero():
     stream = JointStream(("j1",))
