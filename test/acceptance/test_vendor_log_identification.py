@@ -28,6 +28,9 @@ STYLE = VendorStyle(one_way=("wrist_3_joint",), one_way_speed=0.25, torque_per_a
 # every batch method; the IV methods with the controller described (kp = kv·k_o, kd = kv: the
 # velocity loop under the host's position loop) since a vendor log has no MotorCommand
 METHODS = ("ols", "wls", "pc_ls", "energy", "wls_logdet", "wls_pullback", "dual_metric", "pc_iv")
+#: the module's fixture identifies both logs with every method (16 runs): on a busy 2-core host
+#: (load 12) that took longer than the suite's default 300 s
+pytestmark = pytest.mark.timeout(1200)
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +81,7 @@ def test_held_out_torque_from_the_vendor_log_is_within_10_percent_of_the_clean_l
     assert rms["vendor"] <= 1.10 * rms["clean"], rms
 
 
-#: energy's export can sit at the mass bound (upper arm 16.1 kg for 9.5 kg on this log) since the
-#: plausible fit moved to the log-det prior: open (lead's note)
-_ENERGY_AT_BOUND = pytest.mark.xfail(strict=False, reason="energy's export at the mass bound; open")
-
-
-@pytest.mark.parametrize("method", [pytest.param(m, marks=_ENERGY_AT_BOUND) if m == "energy" else m
-                                    for m in METHODS])
+@pytest.mark.parametrize("method", METHODS)
 def test_exported_masses_are_plausible(logs, results, method):
     model, _, _, _, truth = logs
     _, res = results

@@ -92,9 +92,10 @@ def energy(prep: Prepared, options: IdentifyOptions, say) -> IdentificationResul
     w = np.einsum("kj,kjp->kp", dq, prep.x)
     rhs = np.einsum("kj,kj->k", dq, prep.y)
     sol = least_squares_program(prep.target, w, rhs)
-    reference = np.linalg.lstsq(prep.target.base.columns(w), rhs, rcond=None)[0]
+    wb = prep.target.base.columns(w)
+    reference = rla.lstsq(wb, rhs)
     return standard_result("energy", prep, sol.theta, sol.solve_time, solver_status(sol),
-                           multipliers(sol) | {REFERENCE: ("energy", reference)})
+                           multipliers(sol) | {REFERENCE: ("energy", reference), OWN_ROWS: (wb, rhs)})
 
 
 def _weighted_rows(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,7 +121,7 @@ def regularised(kind: str) -> Callable:
         sol = least_squares_program(prep.target, w, rhs, regularizer=kind, weight=weight)
         wb = prep.target.base.columns(w)
         extra = multipliers(sol) | {"regularization": weight, "joint_sigma": sigma.tolist(),
-                                    REFERENCE: ("wls", np.linalg.lstsq(wb, rhs, rcond=None)[0])}
+                                    REFERENCE: ("wls", rla.lstsq(wb, rhs))}
         return standard_result(f"wls_{kind}", prep, sol.theta, sol.solve_time, solver_status(sol), extra)
 
     return run
@@ -159,12 +160,15 @@ def _metric_weighted_beta(prep: Prepared, x: np.ndarray, y: np.ndarray, ym: np.n
     chol = np.linalg.cholesky(m_known + ym @ theta)
     rows = np.linalg.solve(chol, base.columns(x)).reshape(-1, base.rank)
     rhs = np.linalg.solve(chol, y[..., None])[..., 0].reshape(-1)
-    return np.linalg.lstsq(rows, rhs, rcond=None)[0]
+    return rla.lstsq(rows, rhs)
 
 
 #: ``diagnostics.extra`` key (removed before the result is returned) of a method's own fit without
 #: bounds or prior, ``(name, β)``: the reference of the plausibility cost
 REFERENCE = "_reference_fit"
+#: ``diagnostics.extra`` key (removed by :func:`with_plausible_export`) of the rows a method fits
+#: when they are not the torque rows, ``(rows (m, r), rhs (m,))`` in base columns (energy's)
+OWN_ROWS = "_own_rows"
 
 
 def with_plausible_export(result: IdentificationResult, prep: Prepared) -> IdentificationResult:
@@ -174,10 +178,13 @@ def with_plausible_export(result: IdentificationResult, prep: Prepared) -> Ident
     from sysid_ros.core.batch.plausible import MOVED, export_plausible
 
     w, rhs, _ = prep.rows()
-    export = export_plausible(prep.target, w, rhs, result.beta, result.parameters.values)
+    extra = dict(result.diagnostics.extra)
+    own_rows = extra.pop(OWN_ROWS, None)
+    export = export_plausible(prep.target, w, rhs, result.beta, result.parameters.values,
+                              own_rows=own_rows)
     source = f"{result.parameters_from or result.method}, {MOVED}"
     result = with_parameters(result, prep.target, export.theta, source)
-    extra = result.diagnostics.extra | {"exported_model": export.as_dict()}
+    extra |= {"exported_model": export.as_dict()}
     return replace(result, diagnostics=replace(result.diagnostics, extra=extra))
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch.convex import CONSISTENCY_MARGIN, ConvexProgram, cp
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
@@ -126,17 +127,21 @@ def principal_moments(phi: np.ndarray) -> np.ndarray:
     if not phi[0] > 0:
         return np.full(3, np.nan)
     _, _, inertia = inertial_from_body_params(phi)
-    return np.linalg.eigvalsh(inertia)
+    return rla.eigvalsh(inertia)
 
 
 def export_plausible(target: Target, rows: np.ndarray, rhs: np.ndarray, beta_hat: np.ndarray,
-                     theta_start: np.ndarray) -> PlausibleExport:
+                     theta_start: np.ndarray, *,
+                     own_rows: tuple[np.ndarray, np.ndarray] | None = None) -> PlausibleExport:
     """The exported θ of an arm ``target`` (see the module's docstring).
 
     ``rows (m, r)``, ``rhs (m,)``: the regression rows in base columns and the torques [N·m];
     ``beta_hat (r,)`` the method's estimate; ``theta_start (p,)`` a consistent θ within the target's
     bounds near it (the method's standard parameters, or the consistent fit of a base-parameter
-    method). Raises :class:`IdentificationError` when the program cannot be solved.
+    method). ``own_rows``: ``(rows (m', r), rhs (m',))`` of a method that fits other rows than the
+    torques' (energy: one power row per sample), whose estimate's noise ellipsoid is in those rows'
+    metric (its estimate is no closer to the torque rows' fit than its own rows say); the torque
+    figures stay the torque rows'. Raises :class:`IdentificationError` when the rows are too few.
     """
     start = time.perf_counter()
     base = target.base
@@ -145,19 +150,25 @@ def export_plausible(target: Target, rows: np.ndarray, rhs: np.ndarray, beta_hat
         raise IdentificationError(f"{m} regression rows for {r} base parameters: too few to export a model")
     aug = np.linalg.qr(np.column_stack([rows, rhs]), mode="r")  # [[R, c], [0, ‖residual‖]]
     tri, c = aug[:r, :r], aug[:r, r]
-    beta_ls = np.linalg.lstsq(tri, c, rcond=None)[0]
+    beta_ls = rla.lstsq(tri, c)
     e_ls = float(aug[r, r] ** 2) + float(np.sum((tri @ beta_ls - c) ** 2))
     sigma2 = e_ls / (m - r)
+    tri_fit, sigma2_fit, rhs_fit = tri, sigma2, rhs
+    if own_rows is not None and own_rows[0].shape[0] > r:
+        aug_own = np.linalg.qr(np.column_stack(own_rows), mode="r")
+        tri_fit, c_own = aug_own[:r, :r], aug_own[:r, r]
+        e_own = float(aug_own[r, r] ** 2) + float(np.sum((tri_fit @ rla.lstsq(tri_fit, c_own) - c_own) ** 2))
+        sigma2_fit, rhs_fit = e_own / (own_rows[0].shape[0] - r), own_rows[1]
 
     def torque_rms(theta: np.ndarray) -> float:
         return float(np.sqrt((e_ls + np.sum((tri @ (base.of(theta) - beta_ls)) ** 2)) / m))
 
-    a_mat = tri @ base.matrix  # (r, p): ‖a θ − b‖ = ‖R(Bθ − β̂)‖
-    b_vec = tri @ beta_hat
+    a_mat = tri_fit @ base.matrix  # (r, p): ‖a θ − b‖ = ‖R(Bθ − β̂)‖
+    b_vec = tri_fit @ beta_hat
     d_start = float(np.linalg.norm(a_mat @ theta_start - b_vec))
     # noise-free data: the fit may still change by a rounding-level share of the torque
-    radius = max(float(np.sqrt(d_start**2 + FIT_CONFIDENCE * r * sigma2)),
-                 EXACT_FIT_SLACK * float(np.linalg.norm(rhs)))
+    radius = max(float(np.sqrt(d_start**2 + FIT_CONFIDENCE * r * sigma2_fit)),
+                 EXACT_FIT_SLACK * float(np.linalg.norm(rhs_fit)))
     body_terms = _joint_scales(target, theta_start)
     newton = _newton_with_bounds(target, a_mat / radius, b_vec / radius, body_terms)
     if newton is not None and not _violates_bounds(target, newton[0]) and all(
@@ -189,25 +200,59 @@ def export_plausible(target: Target, rows: np.ndarray, rhs: np.ndarray, beta_hat
                            time.perf_counter() - start, joint_share)
 
 
+#: the conic program's forms, tried in this order (Clarabel; SCS, cvxpy's other solver, took
+#: 30-110 s on a 6-DOF arm's export and is not tried): the fit constraint as a norm (a second-order
+#: cone; better conditioned when the fit is tight), then as a sum of squares (a rotated cone)
+CONIC_FORMS = ("norm", "squares")
+
+
 def _conic_export(target: Target, a_mat: np.ndarray, b_vec: np.ndarray, radius: float,
                   theta_start: np.ndarray) -> tuple[np.ndarray, float, str]:
     """The program with every constraint of the target (cvxpy): ``(θ, μ, status)``; bodies that
-    come out implausible are re-solved with :func:`_plausibility_constraints` when the fit allows."""
+    come out implausible are re-solved with :func:`_plausibility_constraints` when the fit allows.
+    Each solve tries :data:`CONIC_FORMS` in turn: the first optimal answer, else the best
+    inaccurate one inside the constraints; :class:`IdentificationError` naming every form's
+    failure when none gives one."""
     prog = ConvexProgram(target, consistent=True, scale=_scale(target))
     objective, _ = _divergence_objective(prog, target, theta_start)
-    fit = cp.sum_squares((a_mat / radius) @ prog.theta - b_vec / radius) <= 1.0
-    sol = prog.solve(objective, [fit], solvers=("CLARABEL",))
-    theta, status = sol.theta, sol.status
-    mu = float(np.max(fit.dual_value)) if fit.dual_value is not None else 0.0
+    a_n, b_n = a_mat / radius, b_vec / radius
+    # μ of ‖Aθ − b‖² ≤ 1 (the Newton path's): the norm form's multiplier ν gives μ = ν / 2
+    fits = {"norm": (cp.norm(a_n @ prog.theta - b_n, 2) <= 1.0, 0.5),
+            "squares": (cp.sum_squares(a_n @ prog.theta - b_n) <= 1.0, 1.0)}
+
+    def solve(extra_of) -> tuple[np.ndarray, float, str]:
+        failures, best = [], None
+        for form in CONIC_FORMS:
+            fit, to_mu = fits[form]
+            try:
+                sol = prog.solve(objective, [fit, *extra_of()], solvers=("CLARABEL",))
+            except IdentificationError as exc:
+                failures.append(f"{form} form: {exc}")
+                continue
+            mu = to_mu * float(np.max(fit.dual_value)) if fit.dual_value is not None else 0.0
+            inside = prog.feasible(sol.theta, 1e-9) and float(
+                np.sum((a_n @ sol.theta - b_n) ** 2)) <= 1.0 + 1e-6
+            if sol.status == cp.OPTIMAL:
+                return sol.theta, mu, sol.status
+            if not inside:
+                failures.append(f"{form} form: {sol.status} outside the constraints")
+                continue
+            prog.theta_scaled.value = sol.theta / prog.scale
+            value = float(objective.value)
+            if best is None or value < best[0]:
+                best = (value, sol.theta, mu, sol.status)
+        if best is None:
+            raise IdentificationError("the plausible fit's conic program failed in every form tried ("
+                                      + "; ".join(failures) + ")")
+        return best[1:]
+
+    theta, mu, status = solve(lambda: [])
     implausible = [name for name, sl in target.body_blocks if not _plausible(target, sl, theta)]
     if implausible:
-        extra = [fit] + [con for name, sl in target.body_blocks if name in implausible
-                         for con in _plausibility_constraints(prog, target, sl)]
+        extra = [con for name, sl in target.body_blocks if name in implausible
+                 for con in _plausibility_constraints(prog, target, sl)]
         try:
-            second = prog.solve(objective, extra, solvers=("CLARABEL",))
-            if second.status == "optimal" or prog.feasible(second.theta, 1e-9):
-                theta, status = second.theta, second.status
-                mu = float(np.max(fit.dual_value)) if fit.dual_value is not None else mu
+            theta, mu, status = solve(lambda: extra)
         except IdentificationError:
             log.info("bodies %s cannot be kept plausible within the estimate's noise", implausible)
     return theta, (max(mu, 0.0) if np.isfinite(mu) else 0.0), status
@@ -421,14 +466,14 @@ def _resolution(target: Target, theta: np.ndarray, f_mat: np.ndarray, lam: np.nd
     blocks = [sl for _, sl in target.body_blocks]
     covered = np.zeros(p, dtype=bool)
     for sl in blocks:
-        w, v = np.linalg.eigh(lam[sl, sl])
+        w, v = rla.eigh(lam[sl, sl])
         lam_root_inv[sl, sl] = v @ np.diag(1.0 / np.sqrt(np.maximum(w, 1e-300))) @ v.T
         covered[sl] = True
     rest = np.flatnonzero(~covered)
     lam_root_inv[rest, rest] = 1.0 / np.sqrt(np.maximum(np.diag(lam)[rest], 1e-300))
     g = lam_root_inv @ f_mat @ lam_root_inv
     g = 0.5 * (g + g.T)
-    w, v = np.linalg.eigh(g)
+    w, v = rla.eigh(g)
     w = np.maximum(w, 0.0)
     resolution = (v * (w / (w + 1.0))) @ v.T  # G (G + 1)⁻¹
     posterior = lam_root_inv @ ((v * (1.0 / (w + 1.0))) @ v.T) @ lam_root_inv  # (F + Λ)⁻¹

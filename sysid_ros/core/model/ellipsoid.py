@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.model.robot import inertial_from_body_params
 from sysid_ros.core.model.spatial import mat_to_quat
 
@@ -72,7 +73,7 @@ def equivalent_ellipsoid(mass: float, inertia_com: np.ndarray
     symmetric part, ascending moments), ``det(rotation) = +1``."""
     inertia = np.asarray(inertia_com, dtype=float)
     inertia = 0.5 * (inertia + inertia.T)
-    moments, axes = np.linalg.eigh(inertia)
+    moments, axes = rla.eigh(inertia)
     if np.linalg.det(axes) < 0:  # a reflection: flip one axis (an ellipsoid is symmetric about it)
         axes[:, 2] = -axes[:, 2]
     i1, i2, i3 = moments

@@ -13,6 +13,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from sysid_ros.core import linalg as rla
 from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.layout import (
@@ -188,7 +189,7 @@ def principal_inertial(phi: np.ndarray, body: str) -> tuple[float, np.ndarray, n
         mass, com, i_com = inertial_from_body_params(phi)
     except ModelError as exc:
         raise ModelError(f"body {body!r}: {exc}") from None
-    moments, axes = np.linalg.eigh(i_com)
+    moments, axes = rla.eigh(i_com)
     if np.linalg.det(axes) < 0:
         axes[:, 0] = -axes[:, 0]
     a, b, c = moments
