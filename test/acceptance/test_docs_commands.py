@@ -2,7 +2,10 @@
 and docs/**/*.md (and the README's ``python`` blocks), in reading order — README, the tutorials in
 the order docs/index.md gives, then every other page — in one scratch folder laid out like a fresh
 clone (config/, test/robots/, examples/ from this checkout; nothing else, so every other input must
-be made by an earlier command). Each must exit 0. ``ros2`` lines run only where the ``ros2``
+be made by an earlier command). Each must exit 0. ``sysid`` lines run in this process
+(``sysid_ros.cli.main`` with the line's arguments, in the scratch folder: what the command does
+and says, without an interpreter start-up per line; the installed ``sysid`` on PATH is
+test/cli/test_cli_on_path.py's). ``ros2`` lines run only where the ``ros2``
 command is installed, and then only the verbs that end by themselves (``ros2 pkg``, ``ros2
 interface``; ``ros2 launch`` as ``--show-args``); the others need a running graph. Blocks marked
 ``text`` are templates with placeholders and are not run.
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import sysid
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ("simulated-arm", "vendor-log", "damiao-arm", "ros-install")
@@ -73,11 +77,6 @@ def clone(tmp_path_factory):
     return root
 
 
-def _sysid() -> list[str]:
-    found = shutil.which("sysid")
-    return [found] if found else [sys.executable, "-m", "sysid_ros.cli"]
-
-
 RUN: dict[str, int] = {"sysid": 0, "ros2": 0, "python": 0}
 
 
@@ -90,21 +89,21 @@ def test_every_documented_command_runs_as_typed(page, clone):
     ran = 0
     for block in blocks(page, ("bash", "sh", "shell")):
         for words in commands(block):
+            started = time.monotonic()
             if words[0] == "sysid":
-                argv = _sysid() + words[1:]
                 RUN["sysid"] += 1
+                proc = sysid(*words[1:], cwd=clone)
             elif words[0] == "ros2":
                 argv = _ros2(words)
                 if argv is None:
                     continue
                 RUN["ros2"] += 1
+                proc = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True,
+                                      timeout=TIMEOUT)
             else:
                 assert words[0] in (*SET_UP, "sudo", "colcon", "python", "cat"), (
                     f"{page.name}: a command the docs test does not know: {shlex.join(words)}")
                 continue
-            started = time.monotonic()
-            proc = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT)
             print(f"  {time.monotonic() - started:6.1f} s  {shlex.join(words)[:100]}")
             assert proc.returncode == 0, (f"{page.relative_to(ROOT)}: `{shlex.join(words)}` exited "
                                           f"{proc.returncode}:\n{proc.stderr[-3000:]}")
