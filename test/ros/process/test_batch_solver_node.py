@@ -357,3 +357,33 @@ def test_a_request_and_the_command_with_the_same_options_give_the_same_result(tm
     exported = node_doc["exported_parameters"]["values"]
     true_mass = sum(v for k, v in zip(model.param_names, model.nominal, strict=True) if k.endswith(".m"))
     assert sum(v for k, v in exported.items() if k.endswith(".m")) == pytest.approx(true_mass, rel=0.05)
+
+
+def test_an_online_method_is_replayed_with_the_estimators_options(roots, tmp_path, ros_domain_id):
+    """``method: rls_logdet`` replays the online estimator on the bag as ``sysid identify --method
+    rls_logdet`` does, its options the node's parameters of the estimator's names (here
+    ``forgetting``): the same estimate and the replay's trajectory file."""
+    import json
+
+    from sysid_ros.cli import main as sysid
+
+    data, out = roots
+    proc = start_batch_solver(ros_domain_id, data, out, "-p", "forgetting:=0.999")
+    c = Client(ros_domain_id)
+    try:
+        assert c.cli.wait_for_service(timeout_sec=TIMEOUT), "batch_solve service not discovered"
+        ok = c.call(bag_path="run1", method="rls_logdet", output_dir="online")
+    finally:
+        c.close()
+        log = stop_process(proc)
+    assert ok.message.startswith("rls_logdet: rank "), (ok.message, log[-2000:])
+    assert str(out / "online" / "estimates.csv") in ok.output_files
+    assert ok.estimate.method == "rls_logdet"
+    code = sysid(["identify", str(data / "run1"), "--model", str(MODEL), "--method", "rls_logdet",
+                  "--forgetting", "0.999", "--no-plots", "--out", str(tmp_path / "cli")])
+    assert code in (0, 3)
+    node_doc = json.loads((out / "online" / "result.json").read_text())
+    cli_doc = json.loads((tmp_path / "cli" / "result.json").read_text())
+    # forgetting 0.999 instead of the default 1 changes the estimate: equal only if the node applied it
+    assert node_doc["exported_parameters"] == cli_doc["exported_parameters"]
+    assert node_doc["diagnostics"]["online"]["updates"] == cli_doc["diagnostics"]["online"]["updates"]
