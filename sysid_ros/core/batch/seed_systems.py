@@ -364,11 +364,13 @@ def weighted_rows(target: Target, run: Run) -> tuple[np.ndarray, np.ndarray]:
 def fit(method: str, target: Target, run: Run, prior_weight: float) -> np.ndarray:
     """θ̂ of one of :data:`METHODS` (or :data:`DIAGNOSTIC`), every method within the same
     consistency constraints."""
+    # the paper's program as written (eq. 33: the metric minimised over too), which this reproduces;
+    # ``sysid identify --method dual_metric`` takes the metric at the estimate (core.batch.dual_metric)
     if method == "dual_metric":
-        return dual_metric_program(target, run.y, run.tau, run.ym, run.m_known).theta
+        return dual_metric_program(target, run.y, run.tau, run.ym, run.m_known, metric="joint").theta
     if method == "dual_metric_pullback":
         return dual_metric_program(target, run.y, run.tau, run.ym, run.m_known, regularizer="pullback",
-                                   weight=prior_weight).theta
+                                   weight=prior_weight, metric="joint").theta
     if method == "energy":  # Σ_k (q̇_kᵀ (Y_k θ − τ_k))² (eq. 9)
         return least_squares_program(target, np.einsum("kj,kjp->kp", run.rate, run.y),
                                      np.einsum("kj,kj->k", run.rate, run.tau)).theta
