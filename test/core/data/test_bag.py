@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
+from support.cli import sysid
 from support.robots import DEFAULT_ROBOT
 
 from sysid_ros.core import DataError, RobotModel
@@ -225,8 +224,7 @@ def test_a_killed_recording_is_recovered_from_its_flushed_chunks(tmp_path, cut):
     mcap = next(folder.rglob("*.mcap"))
     if cut:
         mcap.write_bytes(mcap.read_bytes()[:-cut])
-    out = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "bag", "recover", str(folder)],
-                         capture_output=True, text=True, timeout=60)
+    out = sysid("bag", "recover", folder)
     assert out.returncode == 0, out.stderr
     kept = int(re.search(r"/joint_states: (\d+) messages recovered, 5 missing in stamp gaps",
                          out.stdout)[1])

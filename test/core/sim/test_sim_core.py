@@ -3,11 +3,9 @@ trajectory files and streamed bag recordings (no ROS)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from support.cli import sysid
 from support.robots import DEFAULT_ROBOT, ROOT
 
 from sysid_ros.core.data.bag import BagRecording, read_bag
@@ -231,18 +229,14 @@ def test_bad_trajectory_files_say_what_is_wrong(tmp_path, edit, message):
 def test_cli_exports_a_replayable_trajectory(tmp_path):
     out = tmp_path / "excitation.csv"
     coeffs = tmp_path / "coefficients.json"
-    proc = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "trajectory", str(DEFAULT_ROBOT),
-                           "--export", str(out), "--duration", "4", "--rate", "200",
-                           "--save-coefficients", str(coeffs)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = sysid("trajectory", DEFAULT_ROBOT, "--export", out, "--duration", "4", "--rate", "200",
+                 "--save-coefficients", coeffs, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "no clamping" in proc.stdout
     traj = read_trajectory_file(out)
     assert traj.duration == pytest.approx(8.0, abs=0.01)  # 2 s ramps + 4 s excitation
     assert np.all(np.abs(traj.effort[:, :3]) <= 28.0) and np.all(np.abs(traj.effort[:, 3:]) <= 10.0)
-    bad = subprocess.run([sys.executable, "-m", "sysid_ros.cli", "trajectory", str(tmp_path / "missing.xml"),
-                          "--export", str(tmp_path / "y.csv")], capture_output=True, text=True, cwd=ROOT,
-                         timeout=60)
+    bad = sysid("trajectory", tmp_path / "missing.xml", "--export", tmp_path / "y.csv", cwd=ROOT)
     assert bad.returncode == 1 and "missing.xml" in bad.stderr and not (tmp_path / "y.csv").exists()
 
 
