@@ -24,32 +24,25 @@ Checked before any node starts: switches take exactly what launch's IfCondition 
 required: when one ends, one line names it and the launch stops (the others finish their files).
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import OpaqueFunction
 from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
-from sysid_ros.nodes.launch_checks import model_file, new_bag, required, switch
+from sysid_ros.nodes.launch_checks import declare, model_file, new_bag, required, run_arguments, switch
 
 ARGUMENTS = (
     ("model", "", "MJCF of the robot ('' = the default robot)"),
     ("payload", "body=link_6,mass=0.6,com=0.01,-0.015,0.045",
      "payload the estimator does not know ('' = none)"),
-    ("target", "link_6", "estimator target: 'arm' or the payload's body"),
-    ("method", "rls_logdet", "rls | rls_logdet | momentum"),
+    *run_arguments("target", "method", target="link_6"),
     ("prior", "uninformative", "estimator prior: nominal | uninformative | a result.json"),
     ("alpha", "100.0", "log-det regularisation strength"),
     ("real_time_factor", "1.0", "at most this many simulated seconds per wall second "
                                 "(0 = as fast as the graph goes)"),
-    ("lockstep", "true", "physics waits for the commands and the consumers' progress "
-                         "(deterministic); false: free-running at real_time_factor"),
-    ("lockstep_timeout", "60.0", "[s of wall time] a consumer silent this long ends the run with an "
-                                 "error (0 = wait forever)"),
-    ("excitation_time", "30.0", "[s] of excitation"),
-    ("record", "true", "record a rosbag2 bag"),
-    ("bag", "", "bag directory, must not exist ('' = sysid_bags/run_<time>)"),
+    *run_arguments("lockstep", "lockstep_timeout", "excitation_time", "record", "bag", lockstep="true"),
 )
 SWITCHES = ("lockstep", "record")
 
@@ -98,6 +91,4 @@ def _graph(context: LaunchContext) -> list[Node]:
 
 
 def generate_launch_description() -> LaunchDescription:
-    args = [DeclareLaunchArgument(name, default_value=default, description=description)
-            for name, default, description in ARGUMENTS]
-    return LaunchDescription([*args, OpaqueFunction(function=_graph)])
+    return LaunchDescription([*declare(ARGUMENTS), OpaqueFunction(function=_graph)])

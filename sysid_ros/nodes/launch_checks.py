@@ -13,6 +13,10 @@ Pure functions (no ``launch`` import) so they are tested where launch is not ins
 without: when it ends while the launch is running, one line says which node ended, with which
 status and why the launch stops, and the launch is shut down (every other node gets SIGINT and
 finishes its files, e.g. the recorder its bag).
+
+:data:`RUN_ARGUMENTS` are the launch arguments the identification launches share (one name, one
+description), :func:`run_arguments` picks some of them (defaults may differ per launch file) and
+:func:`declare` (imports ``launch`` when called) declares a table of them.
 """
 
 from __future__ import annotations
@@ -21,11 +25,40 @@ from pathlib import Path
 
 from sysid_ros.core.errors import SysIdError
 
-__all__ = ["SWITCH_VALUES", "model_file", "new_bag", "required", "switch"]
+__all__ = ["RUN_ARGUMENTS", "SWITCH_VALUES", "declare", "model_file", "new_bag", "required", "run_arguments",
+           "switch"]
 
 #: what launch's IfCondition accepts (launch/conditions/evaluate_condition_expression_impl.py:
 #: the expanded text, stripped and lower-cased, must be one of these)
 SWITCH_VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+
+#: launch arguments shared by sim_identify and ros2_control_identify: name -> (default, description)
+RUN_ARGUMENTS: dict[str, tuple[str, str]] = {
+    "target": ("arm", "estimator target: 'arm' (every parameter) or the body carrying the unknown payload"),
+    "method": ("rls_logdet", "rls | rls_logdet | momentum | ekf | mhe"),
+    "lockstep": ("false", "the simulated arm steps when the commands and the consumers' progress have "
+                          "come (deterministic, as fast as the graph goes); false: free-running"),
+    "lockstep_timeout": ("60.0", "[s of wall time] a consumer silent this long ends the run with an "
+                                 "error (0 = wait forever)"),
+    "excitation_time": ("30.0", "[s] of excitation"),
+    "record": ("true", "record a rosbag2 bag of the run"),
+    "bag": ("", "bag directory, must not exist ('' = sysid_bags/run_<time>)"),
+}
+
+
+def run_arguments(*names: str, **defaults: str) -> tuple[tuple[str, str, str], ...]:
+    """``(name, default, description)`` of the :data:`RUN_ARGUMENTS` ``names``, in that order,
+    with the ``defaults`` given here instead of the table's."""
+    return tuple((name, defaults.get(name, RUN_ARGUMENTS[name][0]), RUN_ARGUMENTS[name][1]) for name in names)
+
+
+def declare(arguments) -> list:
+    """``DeclareLaunchArgument`` of each ``(name, default, description)`` of ``arguments``."""
+    from launch.actions import DeclareLaunchArgument
+
+    return [DeclareLaunchArgument(name, default_value=default, description=description)
+            for name, default, description in arguments]
 
 
 def switch(name: str, value: str) -> bool:

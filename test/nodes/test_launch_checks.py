@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.nodes.launch_checks import model_file, new_bag, switch
+from sysid_ros.nodes.launch_checks import RUN_ARGUMENTS, model_file, new_bag, run_arguments, switch
 
 # launch/conditions/evaluate_condition_expression_impl.py (launch 3.x): the expanded text, stripped
 # and lower-cased, must be 'true' or '1' (true), 'false' or '0' (false); anything else is an error
@@ -49,3 +49,12 @@ def test_a_model_that_is_no_file_is_refused(tmp_path):
     (tmp_path / "arm.xml").write_text("<mujoco/>")
     assert model_file("model", str(tmp_path / "arm.xml")) == tmp_path / "arm.xml"
     assert model_file("model", "") is None
+
+
+def test_shared_launch_arguments_keep_one_description_and_take_a_launch_files_default():
+    picked = run_arguments("target", "lockstep", "bag", target="link_6")
+    assert [name for name, _, _ in picked] == ["target", "lockstep", "bag"]
+    assert picked[0] == ("target", "link_6", RUN_ARGUMENTS["target"][1])  # default given here
+    assert picked[1] == ("lockstep", "false", RUN_ARGUMENTS["lockstep"][1])  # the table's default
+    with pytest.raises(KeyError):
+        run_arguments("no_such_argument")
