@@ -7,22 +7,25 @@ reads such a message back as a truth document. So are ``sysid_ros/Precision``
 (:func:`to_precision_msg`) and the payload's ``geometry_msgs/Inertia`` (:func:`to_inertia_msg`).
 A ``sensor_msgs/JointState`` enters the core as a :class:`~sysid_ros.core.online.stream.JointMessage`
 (:func:`joint_message`).
+
+Every node imports this module; the core modules a conversion needs (bags, the robot model: MuJoCo)
+are imported by that conversion, so that a node that never makes it does not pay for them at start.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import Inertia
 
-from sysid_ros.core.data.bag import truth_from_estimate
-from sysid_ros.core.model.robot import inertial_from_body_params
-from sysid_ros.core.online.precision import Precision as EstimatePrecision
-from sysid_ros.core.online.stream import JointMessage
-from sysid_ros.core.result import IdentificationResult
 from sysid_ros.msg import ParameterEstimate, Precision
+
+if TYPE_CHECKING:
+    from sysid_ros.core.online.precision import Precision as EstimatePrecision
+    from sysid_ros.core.online.stream import JointMessage
+    from sysid_ros.core.result import IdentificationResult
 
 __all__ = ["joint_message", "stamp_ns", "to_estimate_msg", "to_inertia_msg", "to_precision_msg",
            "to_truth_msg", "truth_from_msg"]
@@ -36,6 +39,8 @@ def stamp_ns(stamp) -> int:
 def joint_message(msg, received_ns: int) -> JointMessage:
     """A ``sensor_msgs/JointState`` received at ``received_ns`` [ns] (the node's clock) as the
     core's plain :class:`~sysid_ros.core.online.stream.JointMessage`."""
+    from sysid_ros.core.online.stream import JointMessage  # (the online package: its nodes only)
+
     return JointMessage(tuple(msg.name), msg.position, msg.velocity, msg.effort,
                         stamp_ns(msg.header.stamp), received_ns)
 
@@ -94,6 +99,8 @@ def to_truth_msg(names: Sequence[str], values: Sequence[float], *, target: str =
 def truth_from_msg(msg: ParameterEstimate) -> dict[str, Any]:
     """The truth document (as in a simulated bag's ``truth.json``) of a truth message; decode a
     target's vector from it with :func:`sysid_ros.core.report.metrics.truth_parameters`."""
+    from sysid_ros.core.data.bag import truth_from_estimate
+
     return truth_from_estimate(msg.names, msg.values)
 
 
@@ -101,6 +108,8 @@ def to_inertia_msg(theta) -> Inertia:
     """``geometry_msgs/Inertia`` of a payload's 10 parameters ``θ = [m, h, I_origin]`` (body frame,
     about the body origin): mass [kg], CoM ``c = h/m`` [m] in the payload body's frame, inertia
     about the CoM [kg·m²] (what UR's ``set_payload`` and Franka's ``setLoad`` take)."""
+    from sysid_ros.core.model.robot import inertial_from_body_params
+
     m, com, i_com = inertial_from_body_params(theta)
     msg = Inertia(m=float(m))
     msg.com.x, msg.com.y, msg.com.z = (float(v) for v in com)
