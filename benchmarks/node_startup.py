@@ -37,7 +37,7 @@ NODES = {
     "recorder": ("recorder", ["output:={tmp}/bag"], "recording ["),
     "batch_solver": ("batch_solver", ["data_root:={tmp}", "output_root:={tmp}/out"], "batch_solve ready"),
     "collision_monitor": ("collision_monitor", [], "monitoring "),
-    "damiao_bridge": ("yam_damiao", ["use_emulator:=true", "autostart:=false"], "EMULATED motors"),
+    "damiao_bridge": ("yam_damiao", ["use_emulator:=true", "autostart:=false"], "other threads"),
 }
 START_LIMIT = 120.0  # [s] a start slower than this is reported as a failure
 STOP_LIMIT = 30.0  # [s] then SIGKILL

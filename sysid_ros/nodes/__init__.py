@@ -8,6 +8,8 @@ import sys
 import threading
 from collections.abc import Callable
 
+from sysid_ros import headless  # noqa: F401  (before MuJoCo's first import: no OpenGL probe at start)
+
 __all__ = ["spin", "stop_quietly_until_spinning"]
 
 

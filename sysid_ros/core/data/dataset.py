@@ -10,7 +10,7 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +18,9 @@ from sysid_ros.core.atomic import atomic_path
 from sysid_ros.core.data.columns import REFERENCE_FIELDS, REQUIRED, ColumnMap, joint_columns, time_scale
 from sysid_ros.core.data.stream_time import Gap, find_gaps, missing_samples
 from sysid_ros.core.errors import DataError
-from sysid_ros.core.model.robot import RobotModel
+
+if TYPE_CHECKING:  # (a dataset needs no MuJoCo: readers and the recorder start without it)
+    from sysid_ros.core.model.robot import RobotModel
 
 #: largest magnitude a measured value may have, by signal: beyond it the sample is a unit or logging
 #: error, not a measurement (τ [N·m or N], q̇ [rad/s or m/s])

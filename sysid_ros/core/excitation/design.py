@@ -20,7 +20,6 @@ import numpy as np
 
 from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 
 if TYPE_CHECKING:
@@ -40,6 +39,8 @@ def condition_number(model: RobotModel, trajectory: FourierTrajectory, *,
     base = base or base_parameters(model)
     t = np.linspace(0.0, trajectory.period, n_samples, endpoint=False)
     q, dq, ddq = trajectory.evaluate(t)
+    from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when designing)
+
     w = base.columns(torque_regressor(model, q, dq, ddq)).reshape(-1, base.rank)
     s = rla.svdvals(w)
     return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
@@ -86,6 +87,8 @@ def optimize_excitation(model: RobotModel, limits: Limits | None = None, *, harm
         batched regressor call."""
         motion = [fitted(x).evaluate(t) for x in xs]
         q, dq, ddq = (np.concatenate([m[i] for m in motion]) for i in range(3))
+        from sysid_ros.core.model.regressor import torque_regressor
+
         return base.columns(torque_regressor(model, q, dq, ddq)).reshape(len(xs), -1, base.rank)
 
     def objective_and_gradient(x: np.ndarray) -> tuple[float, np.ndarray]:

@@ -48,11 +48,20 @@ import mujoco
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.model.regressor import sigmoid_column, stribeck_column
 from sysid_ros.core.model.robot import RobotModel, sigmoid_numerics, stribeck_numerics
 
 __all__ = ["JointCommand", "MitPlant", "PlantSample", "Push", "SensorModel", "SimulatedRun",
            "SimulationError", "mit_torque"]
+
+
+def _columns():
+    """The regressor module (its friction-shape columns), imported on the first step of a plant
+    with Stribeck or sigmoid friction only: it brings the compiled kernels (numba) and scipy,
+    seconds of a simulator node's start on a busy host that a plant without them never needs."""
+    from sysid_ros.core.model import regressor
+
+    return regressor
+
 
 Integrator = Literal["euler", "rk4"]
 _INTEGRATORS = {"euler": int(mujoco.mjtIntegrator.mjINT_EULER), "rk4": int(mujoco.mjtIntegrator.mjINT_RK4)}
@@ -495,10 +504,11 @@ class MitPlant:
             self._apply_pushes(self.step_count)
         dofs, fs, velocity = self._stribeck
         if dofs.size:
-            data.qfrc_applied[dofs] -= fs * stribeck_column(data.qvel[dofs], velocity)
+            data.qfrc_applied[dofs] -= fs * _columns().stribeck_column(data.qvel[dofs], velocity)
         dofs, phi = self._sigmoid
         if dofs.size:
-            data.qfrc_applied[dofs] -= phi[:, 0] * sigmoid_column(data.qvel[dofs], phi[:, 1], phi[:, 2])
+            data.qfrc_applied[dofs] -= phi[:, 0] * _columns().sigmoid_column(data.qvel[dofs], phi[:, 1],
+                                                                            phi[:, 2])
         acc = None
         if acceleration and self._rk4:
             mujoco.mj_forward(self.mj, data)

@@ -17,7 +17,6 @@ import numpy as np
 
 from sysid_ros.core.data.fourier import FourierTrajectory
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.sim.plant import MitPlant, Push, SensorModel, SimulatedRun
 
@@ -140,6 +139,8 @@ def simulate_mit(
         tau_ff = np.zeros_like(q_ref)
     else:
         theta_ff = model.nominal if feedforward_theta is None else model.check_theta(feedforward_theta)
+        from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: only here)
+
         tau_ff = torque_regressor(model, q_ref, dq_ref, ddq_ref) @ theta_ff
     kp_default, kd_default = default_gains(model)
     kp_v = np.broadcast_to(np.asarray(kp_default if kp is None else kp, dtype=float), (act.size,)).copy()
