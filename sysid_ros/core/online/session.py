@@ -250,15 +250,19 @@ class OnlineEstimate:
                   options: OnlineOptions | None = None) -> IdentificationResult:
         """This estimate as the typed result the batch path writes (``result.json``'s schema):
         ``target`` the session's (its layout is :attr:`names`), ``joint_names`` the stream's.
-        The online figures (counters, divergences, the data time, the EKF's projection and, with
+        The online figures (as a replay's: estimator, regression, updates, rejections, residual
+        RMS, divergences; and the counters, the data time, the EKF's projection and, with
         ``options``, the session's options) go under ``diagnostics["online"]``; an EKF estimate
         the projection changed is exported as that projection (``parameters_from``), with the
         projection's solver status."""
         if tuple(target.names) != self.names:
             raise DataError(f"expected the target of this estimate ({len(self.names)} parameters "
                             f"{list(self.names[:3])}...), got one of {target.n_params}")
-        estimator = OnlineOptions(method=self.method).estimator
-        online = {"estimator": estimator, "updates": self.updates, "counters": self.counters,
+        kind = OnlineOptions(method=self.method)
+        estimator = kind.estimator
+        online = {"estimator": estimator, "regression": kind.regression, "updates": self.updates,
+                  "rejected": int(self.rejected.get("update", 0)),  # updates refused (as a replay's)
+                  "counters": self.counters,
                   "data_time_s": json_number(self.time), "residual_rms": json_number(self.residual_rms),
                   "divergence_to_prior": json_number(self.divergence_to_prior),
                   "final_divergence_to_truth": json_number(self.divergence_to_truth)}

@@ -12,9 +12,11 @@ from support.robots import TEST_ROBOTS
 
 from sysid_ros.core import DataError, RobotModel
 from sysid_ros.core.atomic import write_json
+from sysid_ros.core.batch.identify import prepare
+from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.model.target import arm_target, payload_target
 from sysid_ros.core.online import CausalConditioner, OnlineEstimate, OnlineOptions, OnlineSession
-from sysid_ros.core.online.replay import replay
+from sysid_ros.core.online.replay import online_result, replay
 from sysid_ros.core.online.stream import load_prior
 from sysid_ros.core.result import IdentificationResult
 from sysid_ros.core.sim.simulation import SensorModel
@@ -112,6 +114,14 @@ def test_an_online_estimate_is_the_batch_paths_typed_result(run, tmp_path):
     assert online["counters"] == est.counters and online["options"] == options.as_dict()
     assert doc["diagnostics"]["rank"] == est.rank == 10 and doc["diagnostics"]["n_samples"] == est.updates
     np.testing.assert_array_equal(result.parameters.std, est.std)
+    # the CLI's replay of the same data writes the same figures (its own add the fit's)
+    replayed = online_result(prepare(ds, target, Preprocessing()), replay(ds, target, options).estimator)
+    assert doc["method"] == replayed.method and set(doc) <= set(replayed.as_dict())
+    shared = set(replayed.diagnostics.extra["online"]) - {"update_time_us"}
+    assert shared <= set(online), shared - set(online)
+    same = ("estimator", "regression", "updates", "rejected")
+    assert {k: online[k] for k in same} == {k: replayed.diagnostics.extra["online"][k] for k in same}
+    np.testing.assert_allclose(result.parameters.values, replayed.parameters.values, rtol=1e-9, atol=1e-12)
     path = write_json(tmp_path / "result.json", doc)
     np.testing.assert_array_equal(load_prior(target.model, "hand", str(path)), est.theta)
     with pytest.raises(DataError, match=r"expected the target of this estimate \(10 parameters"):
