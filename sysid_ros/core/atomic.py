@@ -31,8 +31,8 @@ from typing import Any
 
 from sysid_ros.core.json_numbers import strict_json
 
-__all__ = ["STAGING_PREFIX", "StagedFiles", "atomic_path", "folder_mode", "remove_stale_staging", "umask",
-           "write_atomic", "write_json"]
+__all__ = ["STAGING_PREFIX", "StagedFiles", "atomic_path", "final_path", "folder_mode",
+           "remove_stale_staging", "umask", "write_atomic", "write_json"]
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,21 @@ def folder_mode(path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
+_TEMPORARY = re.compile(r"^\.(?P<stem>.+)\.\d+\.[0-9a-f]{8}\.tmp(?P<suffix>(\.[^.]*)?)$")
+
+
 def _temporary(path: Path) -> Path:
     """A fresh hidden name beside ``path`` ending in ``path``'s suffix (writers that pick the
-    format by the suffix, e.g. ``savefig``, see the same one)."""
+    format by the suffix, e.g. ``savefig``, see the same one): ``.<stem>.<pid>.<8 hex>.tmp<suffix>``."""
     return path.parent / f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{path.suffix}"
+
+
+def final_path(path: str | os.PathLike[str]) -> Path:
+    """The path a temporary name of :func:`write_atomic` / :func:`atomic_path` will be renamed to
+    (any other path as it is): what a writer handed the temporary name is writing."""
+    path = Path(path)
+    match = _TEMPORARY.match(path.name)
+    return path if match is None else path.with_name(match["stem"] + match["suffix"])
 
 
 def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> Path:

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from sysid_ros.core.atomic import StagedFiles, atomic_path, umask, write_atomic, write_json
+from sysid_ros.core.atomic import StagedFiles, atomic_path, final_path, umask, write_atomic, write_json
 
 
 def _names(folder):
@@ -32,6 +32,7 @@ def test_atomic_path_keeps_the_suffix_and_renames_only_on_success(tmp_path):
     target = tmp_path / "plot.png"
     with atomic_path(target) as tmp:
         assert tmp.parent == tmp_path and tmp.suffix == ".png" and tmp.name.startswith(".")
+        assert final_path(tmp) == target and final_path(target) == target
         tmp.write_bytes(b"png")
     assert target.read_bytes() == b"png" and _names(tmp_path) == ["plot.png"]
     with pytest.raises(RuntimeError, match="writer failed"), atomic_path(target) as tmp:

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from sysid_ros.cli.main import main
+from sysid_ros.core.atomic import final_path
 from sysid_ros.core.report import payload as payload_plots
 from sysid_ros.core.report import validation
 from sysid_ros.core.report.metrics import TorqueFit
@@ -87,7 +88,7 @@ def saved(monkeypatch):
     original = Figure.savefig
 
     def spy(self, fname, *args, **kwargs):
-        name = Path(os.fspath(fname)).name.replace(".tmp", "")  # written whole through a temporary file
+        name = final_path(os.fspath(fname)).name  # written whole through a temporary file
         seen[name] = layout_problems(self)
         return original(self, fname, *args, **kwargs)
 
