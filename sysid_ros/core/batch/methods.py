@@ -140,7 +140,8 @@ def dual_metric(prep: Prepared, options: IdentifyOptions, say) -> Identification
     sel = pick[keep]
     if sel.size < prep.target.base.rank // max(1, prep.y.shape[1]) + 1:
         raise IdentificationError(f"only {sel.size} usable samples for the dual-metric SDP")
-    say(f"dual-metric SDP on {sel.size} samples ({sel.size} LMIs of size {prep.y.shape[1] + 1})")
+    say(f"dual metric on {sel.size} samples (residuals weighted by the inverse mass matrix at the "
+        "estimate, re-weighted least squares)")
     weight = options.regularization if options.regularization > 0 else 0.0
     sol = dual_metric_program(prep.target, x, y, ym, m_known,
                               regularizer="pullback" if weight > 0 else None, weight=weight)

@@ -108,8 +108,9 @@ def summary(result: IdentificationResult, evaluation: Evaluation | None = None) 
                          "rows)")
         lines += export_summary(result.method, export, d.extra)[1:]
     if result.solver.iterations is not None:
-        lines.append(f"iterations {result.solver.iterations}, converged {result.solver.converged}, "
-                     f"IV gradient {d.extra.get('iv_gradient', float('nan')):.2e}")
+        gradient = d.extra.get("iv_gradient")  # IV's (eq. 46); the dual metric's re-weighting has none
+        lines.append(f"iterations {result.solver.iterations}, converged {result.solver.converged}"
+                     + (f", IV gradient {gradient:.2e}" if gradient is not None else ""))
     if result.solver.binding_constraints:
         lines.append(f"binding constraints: {list(result.solver.binding_constraints)}")
     lines += _shape_bound_lines(d.extra)
