@@ -46,7 +46,10 @@ def generate_test_description():
     share = get_package_share_directory("sysid_ros")
     include = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(os.path.join(share, "launch", "hardware_identify.launch.py")),
-        launch_arguments={"use_emulator": "1", "record": "false", "excitation_time": "10"}.items())
+        # 250 Hz, as the in-process rigs run on a loaded 2-core host: at the config's 700 Hz the
+        # bridge's real-time threads (loop + emulated motors) leave the estimator too little CPU
+        launch_arguments={"use_emulator": "1", "record": "false", "excitation_time": "10",
+                          "rate": "250"}.items())
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
 
 
@@ -59,7 +62,7 @@ class TestHardwareGraph(unittest.TestCase):
             node.create_subscription(JointState, "/joint_states", states.append, 100)
             node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, LATCHED)
             node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 10)
-            deadline = time.monotonic() + 90.0
+            deadline = time.monotonic() + 180.0  # node start-ups beside CPU hogs: up to 35 s each
             while time.monotonic() < deadline and not (len(states) > 2000 and estimates):
                 rclpy.spin_once(node, timeout_sec=0.1)
             self.assertGreater(len(states), 2000, "the bridge publishes joint states")
