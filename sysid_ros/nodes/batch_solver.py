@@ -321,7 +321,7 @@ class BatchSolverNode(Node):
         def progress(stage: str | None, message: str) -> None:
             if stage is None:
                 self.get_logger().info(message)
-            report(stage, message)
+            report(stage, f"reading {request.bag_path}" if stage == "reading" else message)  # as given
 
         job = self._request(request)
         outcome = run_identify(job, progress, cancel, warn=self.get_logger().warning)
