@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import mujoco
 import numpy as np
 
 from sysid_ros.core import linalg as rla
@@ -37,12 +38,33 @@ def regression_rows(y: np.ndarray, tau: np.ndarray, mask: np.ndarray | None = No
     return y[mask], tau[mask], joint[mask]
 
 
+#: a slide joint's rows are kept above this share of its top speed in the data (``min_speed`` is
+#: in rad/s, which says nothing of a joint that moves in m/s)
+SLIDE_SPEED_SHARE = 0.1
+
+
 def coulomb_rows(model, dq: np.ndarray, min_speed: float) -> np.ndarray:
     """Rows ``(N, nv)`` to regress: all, or — when ``model`` identifies a Coulomb term — only those
-    of joints faster than ``min_speed`` [rad/s] (the sign model fails near zero speed)."""
+    of joints faster than ``min_speed`` [rad/s] (the sign model fails near zero speed). A slide
+    (prismatic) joint's threshold is the smaller of ``min_speed`` and :data:`SLIDE_SPEED_SHARE` of
+    its top speed in ``dq`` [m/s]: a quill that never reaches 0.05 m/s kept only its rows in one
+    direction, where sign(q̇)·Fc and the quill's weight are the same column (issue 22, scara4)."""
     if "Fc" in model.joint_terms and min_speed > 0:
-        return np.abs(dq) >= min_speed
+        dq = np.asarray(dq, dtype=float)
+        threshold = np.full(dq.shape[-1], float(min_speed))
+        slide = _slide_dofs(model)
+        if slide.any() and dq.size:
+            top = np.max(np.abs(dq), axis=0)
+            threshold[slide] = np.minimum(threshold[slide], SLIDE_SPEED_SHARE * top[slide])
+        return np.abs(dq) >= threshold
     return np.ones(np.shape(dq), dtype=bool)
+
+
+def _slide_dofs(model) -> np.ndarray:
+    """``(nv,)`` bool: the model's degrees of freedom on slide joints."""
+    mj = model.mj
+    return np.array([int(mj.jnt_type[int(mj.dof_jntid[d])]) == int(mujoco.mjtJoint.mjJNT_SLIDE)
+                     for d in range(mj.nv)], dtype=bool)
 
 
 #: singular values of the column-scaled regressor below this fraction of the largest count as zero
