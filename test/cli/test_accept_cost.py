@@ -15,6 +15,8 @@ from sysid_ros.core.data.bag import dataset_topics, write_bag
 from sysid_ros.core.model.robot import RobotModel, joint_terms
 from sysid_ros.core.sim.vendor_log import REAL_LIKE_7DOF, vendor_log
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 MODEL = TEST_ROBOTS / "panda.xml"
 
 

@@ -154,6 +154,7 @@ def _dead_pid() -> int:
     return child.pid
 
 
+@pytest.mark.slow
 def test_partial_outputs_of_killed_runs_are_removed(files, tmp_path, capsys, caplog):
     out = tmp_path / "out"
     dead, alive, old = (out / f".sysid-partial-{_dead_pid()}-x1", out / f".sysid-partial-{os.getppid()}-x2",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
 from support.robots import ROOT
 
 
+@pytest.mark.slow
 def test_sysid_on_path_after_sourcing_env(tmp_path):
     # A shell that has nothing of ours on PATH, in another directory: the README's first CLI line.
     env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/local/bin:/usr/bin:/bin"}

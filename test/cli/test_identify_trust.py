@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from support.robots import TEST_ROBOTS
 
 from sysid_ros.cli.identify import _trust
@@ -42,6 +43,7 @@ def test_inconsistent_parameters_exit_3(capsys):
     assert "not converged" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_inconsistent_estimate_names_what_fails(capsys):
     """Issue 14: "NOT consistent: []". Negative joint terms of an arm estimate (the online path:
     estimate_result) are named in the summary and in the exit-3 message."""

@@ -73,6 +73,7 @@ def test_trajectory_export_a_folder(tmp_path, capsys):
     assert err == f"sysid trajectory: error: --export {tmp_path} is a folder; expected a file name\n"
 
 
+@pytest.mark.slow
 def test_sigint_to_identify_is_exit_130_and_one_line(tmp_path, bag):
     out = tmp_path / "result"
     proc = subprocess.Popen([sys.executable, "-m", "sysid_ros.cli", "identify", str(bag), "--model",
@@ -88,6 +89,7 @@ def test_sigint_to_identify_is_exit_130_and_one_line(tmp_path, bag):
     assert not _files(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
 def test_written_files_honour_the_umask(tmp_path, bag, umask, mode):
     out = tmp_path / "result"

@@ -14,6 +14,7 @@ from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.model.regressor import torque_regressor
 
 
+@pytest.mark.slow
 def test_noise_free_base_parameters_recovered_within_0_1_percent():
     report = run_offline_pipeline(DEFAULT_ROBOT, duration=20.0, seed=3)
     rel, abs_err = report.base_errors()
@@ -45,6 +46,7 @@ def _sysid(*args: str):
     return sysid(*args, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_cli_inspect_json():
     out = _sysid("inspect", str(DEFAULT_ROBOT), "--json")
     assert out.returncode == 0, out.stderr
@@ -54,6 +56,7 @@ def test_cli_inspect_json():
     assert [j["name"] for j in info["joints"]] == [f"joint{i}" for i in range(1, 7)]
 
 
+@pytest.mark.slow
 def test_cli_demo_writes_a_report(tmp_path):
     out = _sysid("pipeline", "--duration", "12", "--out", str(tmp_path))
     assert out.returncode == 0, out.stderr

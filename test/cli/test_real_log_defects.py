@@ -89,6 +89,7 @@ def test_a_velocity_column_with_nan_is_one_warning_per_joint_printed_once(record
     assert len(set(lines)) == len(lines), "a line printed twice"
 
 
+@pytest.mark.slow
 def test_hold_out_gaps_and_grid_in_the_files_terms(recording, tmp_path, capsys):
     """The validation part: its own clock runs 0.4 % slow (steps of 2.008 ms against the
     identification part's 2.000 ms), its stamps jitter, and an 8.5 ms stall at t = 3.2 s leaves

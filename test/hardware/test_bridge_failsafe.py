@@ -96,6 +96,7 @@ def test_tracking_and_clamped_frames(rig_factory):
 FAULTS = ("over_temperature", "motor_reset", "comm_loss", "dropped_replies", "bus_off")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog):
     rig = rig_factory(max_missed_replies=10, motor_timeout=0.5)
@@ -190,6 +191,7 @@ def test_fault_disables_every_motor_within_the_cycle(rig_factory, fault, caplog)
         rig.bridge.activate()
 
 
+@pytest.mark.slow
 def test_fault_then_reactivation_after_clear(rig_factory):
     rig = rig_factory()
     rig.bridge.configure()
@@ -269,6 +271,7 @@ def test_startup_outside_the_limits_is_refused_without_enabling(rig_factory):
     assert rig.states() == [MotorState.DISABLED] * N_JOINTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outage", [0.05, 0.2, 2.0])
 def test_a_bus_outage_mid_motion_ends_with_every_motor_disabled_once_the_bus_is_back(
         rig_factory, outage, caplog):
@@ -310,6 +313,7 @@ def test_a_bus_outage_mid_motion_ends_with_every_motor_disabled_once_the_bus_is_
     assert rig.states() == [MotorState.DISABLED] * N_JOINTS
 
 
+@pytest.mark.slow
 def test_position_jumps_are_slew_limited_and_feed_forward_ramps_in_after_enable(rig_factory):
     """A command that jumps joint4 by 1 rad and asks for velocity and feed-forward torque at once:
     on the bus the position target moves at most ``max_position_rate × period`` per MIT round,
@@ -365,6 +369,7 @@ _noise_frame = st.one_of(
 _command = st.lists(st.floats(-20.0, 20.0), min_size=3 * N_JOINTS, max_size=3 * N_JOINTS)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(noise=st.lists(_noise_frame, min_size=50, max_size=300), commands=st.lists(_command, min_size=3,
                                                                                max_size=6))

@@ -73,6 +73,7 @@ emulated.close()
 """
 
 
+@pytest.mark.slow
 def test_a_refused_realtime_request_is_said_once_and_the_loop_runs(tmp_path):
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to take CAP_SYS_NICE away from a child process")

@@ -16,6 +16,7 @@ from sysid_ros.hardware.codec import Special
 rig_factory = pytest.fixture(rigs, name="rig_factory")
 
 
+@pytest.mark.slow
 def test_replay_of_a_trajectory_file(rig_factory, tmp_path):
     t = np.arange(0, 1501) / 1000.0
     n = t.size

@@ -287,6 +287,7 @@ FIELDS = {  # name: (lo, hi, bits) as functions of the limits
 unit = st.floats(0.0, 1.0, allow_nan=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(model=st.sampled_from(MODELS), fractions=st.tuples(unit, unit, unit, unit, unit))
 def test_mit_round_trip_within_half_a_count(model, fractions):
@@ -307,6 +308,7 @@ def test_mit_round_trip_within_half_a_count(model, fractions):
         assert -resolution(lo, hi, bits) * (1 + 1e-9) <= getattr(trunc, name) - values[name] <= 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(model=st.sampled_from(MODELS), p=unit, v=unit, t=unit,
        temps=st.tuples(st.integers(0, 255), st.integers(0, 255)),
@@ -322,6 +324,7 @@ def test_feedback_round_trip(model, p, v, t, temps, state, motor_id):
     assert abs(back.torque - fb.torque) <= resolution(-lim.tmax, lim.tmax, 12) / 2 * (1 + 1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(model=st.sampled_from(MODELS), field=st.sampled_from(sorted(FIELDS)),
        beyond=st.floats(0.0, 1e6, allow_nan=False))
@@ -341,6 +344,7 @@ def test_clamping_at_and_beyond_the_edges(model, field, beyond):
 wide = st.floats(-3.0, 3.0, allow_nan=False)  # fractions of each range, beyond both edges
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(model=st.sampled_from(MODELS), fractions=st.tuples(wide, wide, wide, wide, wide),
        raw=st.binary(min_size=8, max_size=8), state=st.sampled_from(list(MotorState)),
@@ -368,6 +372,7 @@ def test_mit_codec_is_bit_identical_to_the_reference(model, fractions, raw, stat
         assert astuple(decode_feedback(raw, lim)) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(model=st.sampled_from(MODELS), raw=st.binary(min_size=8, max_size=8))
 def test_mit_frames_are_fixed_points(model, raw):
@@ -401,6 +406,7 @@ def test_mit_codec_edges_collision_and_refusals():
         codec.decode_command(bytes(7))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(bits=st.sampled_from([12, 16]), lo=st.floats(-500, 0), span=st.floats(0.1, 1000),
        code=st.integers(0, (1 << 16) - 1))
@@ -419,6 +425,7 @@ def test_float_to_uint_errors():
         uint_to_float(4096, 0, 1, 12)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(rid=st.sampled_from([r for r in Register if r not in (Register.P_M, Register.XOUT)]),
        value=st.floats(-1e6, 1e6, allow_nan=False), integer=st.integers(0, 0xFFFFFFFF),

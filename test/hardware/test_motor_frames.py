@@ -157,6 +157,7 @@ def test_reads_refuse_what_is_no_feedback_frame():
 
 
 # ---------------------------------------------------------------------- against the oracle
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(values=st.lists(st.floats(-60.0, 60.0, allow_nan=False), min_size=30, max_size=30),
        wraps=st.lists(st.integers(-2, 2), min_size=6, max_size=6))
