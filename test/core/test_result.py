@@ -22,6 +22,8 @@ from sysid_ros.core.report.metrics import evaluate, truth_parameters
 from sysid_ros.core.result import ParameterSet, estimate_result
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 
 @pytest.fixture(scope="module")
 def prepared():

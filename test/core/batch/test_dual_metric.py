@@ -44,6 +44,7 @@ def model():
     return RobotModel.from_xml_string(MJCF, joint_terms=())
 
 
+@pytest.mark.slow
 def test_newton_reaches_the_sdp_optimum(model):
     """Same objective, same constraints: the Newton answer's objective is at most the SDP's (the
     SDP's interior-point answer is within its tolerance of the optimum), the base parameters the
@@ -78,6 +79,7 @@ def _frozen_fit(data, theta_metric, theta):
     return float(np.mean(np.einsum("ki,ki->k", r, np.linalg.solve(m, r[..., None])[..., 0])))
 
 
+@pytest.mark.slow
 def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
     """With plausibility bounds the prior (the nominal model) regularises, weighted by the data's
     own noise: on noisy data the pull moves the estimate toward it, at a cost in fit bounded by its
@@ -113,6 +115,7 @@ def test_prior_pull_follows_the_nominal_model_only_where_data_are_poor(model):
             assert fit["pulled"] <= fit["free"] * (1 + 1e-3) + 1e-12, fit
 
 
+@pytest.mark.slow
 def test_the_default_is_the_fixed_point_of_reweighted_least_squares(model):
     """The default estimate θ* weights the residual by the metric at θ* itself: its base parameters
     are those of the consistent least squares weighted by M_k(θ*)⁻¹ (pc_ls's program on the rows

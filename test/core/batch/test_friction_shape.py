@@ -21,6 +21,7 @@ from sysid_ros.core.sim.synthetic import simulate_dataset
 STEEP = SIGMOID_ARM.replace(f'data="{" ".join(map(str, PHI_TRUE["j1"]))}"', 'data="0.54615 5000 0"')
 
 
+@pytest.mark.slow
 def test_a_bound_that_binds_is_in_result_and_summary():
     assert SIGMOID_STEEPNESS_SEARCH == (1.0, 1000.0)
     assert 'data="0.54615 5000 0"' in STEEP

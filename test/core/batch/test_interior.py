@@ -109,6 +109,7 @@ def test_noise_free_arm_without_bounds_is_least_squares_with_the_prior_where_uns
                                atol=1e-5 * np.abs(base.of(program.theta)).max())
 
 
+@pytest.mark.slow
 def test_identify_ols_on_an_interior_fit_never_imports_cvxpy(tmp_path):
     model_file = tmp_path / "arm_2r.xml"
     model_file.write_text(ARM_2R)

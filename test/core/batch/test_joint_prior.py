@@ -45,12 +45,14 @@ def test_a_stated_prior_replaces_the_model_files_values(model, tmp_path):
     ({"elbow_joint.Ia": -1.0}, "joint-term prior elbow_joint.Ia = -1.0: must be >= 0"),
     ({"Ia": "a lot"}, "joint-term prior 'Ia': expected a finite number, got 'a lot'"),
 ])
+@pytest.mark.slow
 def test_bad_priors_are_refused_with_what_was_expected(model, spec, message):
     with pytest.raises(SysIdError) as err:
         with_joint_prior(arm_target(model), spec)
     assert str(err.value).startswith(message)
 
 
+@pytest.mark.slow
 def test_a_wrong_prior_does_not_pin_the_regularised_estimate(model):
     """The simulated arm has armature 0.1 and no damping; priors of 0.5 kg·m² and 3 N·m·s/rad
     (far off) move the wls_logdet estimate of well-excited joint terms by little."""
@@ -62,6 +64,7 @@ def test_a_wrong_prior_does_not_pin_the_regularised_estimate(model):
         assert abs(result.parameters[f"{joint}.Fv"]) < 0.3
 
 
+@pytest.mark.slow
 def test_the_cli_states_the_prior_in_result_json(tmp_path):
     bag, out, prior = tmp_path / "bag", tmp_path / "out", tmp_path / "prior.json"
     assert main(["simulate", str(UR5E), "--out", str(bag), "--duration", "4", "--rate", "500"]) == 0

@@ -102,6 +102,7 @@ def test_gains_need_two_different_payloads(prepared):
         drive_gains(single[2])
 
 
+@pytest.mark.slow
 def test_joint_identification_separates_gains_and_beats_single_runs(prepared):
     target, single, multi = prepared
     options = IdentifyOptions(method="ols")
@@ -126,6 +127,7 @@ def test_joint_identification_separates_gains_and_beats_single_runs(prepared):
     assert doc["condition_number"] == pytest.approx(joint_cond)
 
 
+@pytest.mark.slow
 def test_cli_several_runs_with_known_payloads(runs, tmp_path):
     _, datasets, _ = runs
     (tmp_path / "arm.xml").write_text(ARM)

@@ -70,6 +70,7 @@ def recording():
                 "(a unit or logging error?)"),
     ("q", np.inf, "q of joint 'elbow_joint' is inf at sample 700 (t=1.400000 s)"),
 ])
+@pytest.mark.slow
 def test_absurd_values_are_refused_with_time_and_column(tmp_path, capsys, recording, column, value, message):
     arr = getattr(recording, column).copy()
     arr[700, 2] = value
@@ -96,6 +97,7 @@ def test_clean_recording_has_no_outliers(recording):
     assert not any("outlier" in w for w in result.diagnostics.extra.get("warnings", []))
 
 
+@pytest.mark.slow
 def test_one_corrupt_torque_is_reported_and_dropped_on_request(recording):
     tau = recording.tau.copy()
     tau[3000, 1] *= 1000  # one effort sample logged ×1000 (t = 6 s at 500 Hz)
@@ -123,6 +125,7 @@ def _online(recording, **options):
     return online_result(prep, session.estimator)
 
 
+@pytest.mark.slow
 def test_an_online_estimate_far_from_the_fit_of_its_data_says_so(recording, caplog):
     converged = _online(recording, method="rls_logdet")
     assert not converged.diagnostics.extra.get("warnings")
@@ -134,6 +137,7 @@ def test_an_online_estimate_far_from_the_fit_of_its_data_says_so(recording, capl
     assert line in caplog.text
 
 
+@pytest.mark.slow
 def test_the_whole_arm_ekf_on_fast_data_warns(recording):
     from sysid_ros.core.model.target import arm_target
     from sysid_ros.core.online.replay import EKF_ARM_RATE, ekf_rate_warning
@@ -163,6 +167,7 @@ def test_non_finite_figures_are_no_answer(recording):
         run_method(huge, IdentifyOptions(method="ols"))
 
 
+@pytest.mark.slow
 def test_monitor_json_is_strict_json(tmp_path, capsys, recording):
     import json
 

@@ -26,6 +26,7 @@ def _prior(system, seed: int = 3) -> np.ndarray:
     raise AssertionError("no consistent prior drawn")
 
 
+@pytest.mark.slow
 def test_floating_pendulum_model_and_recovery():
     """Body-velocity coordinates: τ_b = Y_b θ and the forward dynamics reproduce the simulation to
     round-off; power is the same in body and MuJoCo coordinates; from 20 noise-free samples and a
@@ -52,6 +53,7 @@ def test_floating_pendulum_model_and_recovery():
     assert np.all(systems.score(system, sol.theta, held_out) > 0.99999)
 
 
+@pytest.mark.slow
 def test_viscous_chain_model_and_recovery():
     """τ = D(α) q̇ with D affine in the eleven drag coefficients, symmetric and positive definite;
     from 40 noise-free samples and a prior 30 % off, the dual-metric program (metric D) recovers
@@ -97,6 +99,7 @@ def test_shifted_ncc_is_its_definition():
         shifted_ncc(a, b, 60)
 
 
+@pytest.mark.slow
 def test_drag_coefficient_regularisers_are_the_matrix_divergences():
     """For drag coefficients c (the diagonal of P), the Bregman regulariser differs from
     Σ (c/c₀ − log(c/c₀) − 1) by a constant and the pull-back is Σ ((c − c₀)/c₀)²; a heavily
@@ -125,6 +128,7 @@ def test_drag_coefficient_regularisers_are_the_matrix_divergences():
     assert np.max(np.abs(free / prior - 1)) > 0.05  # the data alone say otherwise
 
 
+@pytest.mark.slow
 def test_dual_metric_beats_the_unregularised_baselines_on_the_chains_shape():
     """The seed's comparison where it is robust (benchmarks/dual_metric.py: 0.978 / 0.983 against
     WLS 0.883 / 0.886 and energy 0.556 / 0.648 over 20 draws): on 40 noisy samples of the viscous

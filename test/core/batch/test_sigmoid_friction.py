@@ -34,6 +34,8 @@ from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.model.urdf_export import write_urdf
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 ARM = SIGMOID_ARM
 TERMS = ("Fv", "Ia", "Fsig")
 

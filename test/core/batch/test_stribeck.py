@@ -24,6 +24,8 @@ from sysid_ros.core.errors import ModelError
 from sysid_ros.core.model.robot import joint_terms
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 FS_TRUE = {"j1": 0.6, "j2": 0.5, "j3": 0.3}
 QS_TRUE = 0.08
 ARM = three_link_arm("""  <custom>

@@ -203,6 +203,7 @@ def test_a_bag_that_cannot_be_finished_stays_recoverable(tmp_path):
     assert partial_folders(tmp_path / "run") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", [0, 37, 600])
 def test_a_killed_recording_is_recovered_from_its_flushed_chunks(tmp_path, cut):
     """The writer is never closed (as after kill -9): what was flushed is recovered, once each.

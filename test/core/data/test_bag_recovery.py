@@ -84,6 +84,7 @@ def test_flips_in_a_bag_without_crcs_never_raise_a_traceback(bag, tmp_path, seed
         assert np.all(np.isfinite(ds.q)) and np.all(np.abs(ds.tau) <= 1e6) and np.all(np.diff(ds.t) > 0)
 
 
+@pytest.mark.slow
 def test_sysid_identify_on_a_corrupt_bag_is_one_line(bag, tmp_path):
     copy, file = _flipped(bag, tmp_path, 7)
     out = tmp_path / "result"

@@ -28,6 +28,8 @@ from sysid_ros.core.model.target import arm_target
 from sysid_ros.core.report.metrics import truth_parameters
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 MODEL = TEST_ROBOTS / "ur5e.xml"
 PAYLOAD = "body=wrist_3_link,mass=1.0,com=0,0.02,0.05"
 GAP_18MS = (3500, 3508)  # samples removed: 8 (t = 7.000 … 7.014 s)

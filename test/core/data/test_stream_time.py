@@ -38,6 +38,7 @@ def _expected() -> list[tuple[float, int]]:
     return [(0.078, 1), (0.178, 3), (0.298, 1), (0.398, 7)]
 
 
+@pytest.mark.slow
 def test_the_batch_and_online_paths_report_the_same_gaps_on_the_same_stamps():
     ns = _stamps_ns()
     t = ns * 1e-9

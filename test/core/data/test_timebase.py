@@ -24,6 +24,8 @@ from sysid_ros.core.data.timebase import regularise
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 W = 2 * np.pi * np.array([0.3, 0.7])  # [rad/s] two joints
 
 

@@ -23,6 +23,8 @@ from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.data.dataset import read_csv
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 
 @pytest.fixture(scope="module")
 def rtde_log(tmp_path_factory):

@@ -38,6 +38,7 @@ def test_planar_two_link_arm_has_the_textbook_base_parameters():
     assert {n.split(" ")[0] for n in base.names} >= {"j1.Fc", "j2.Fc", "j2.Ia"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", robot_params())
 def test_base_regressor_reproduces_the_full_regressor(path):
     model = RobotModel.from_mjcf(path)
@@ -53,6 +54,7 @@ def test_base_regressor_reproduces_the_full_regressor(path):
     np.testing.assert_allclose(base.of(base.standard_from_base(base.of(theta))), base.of(theta))
 
 
+@pytest.mark.slow
 def test_reduction_is_deterministic_and_reports_conditioning():
     model = RobotModel.from_mjcf(DEFAULT_ROBOT)
     a, b = base_parameters(model, seed=0), base_parameters(model, seed=0)
@@ -62,6 +64,7 @@ def test_reduction_is_deterministic_and_reports_conditioning():
     assert a.as_dict()["rank"] == 58
 
 
+@pytest.mark.slow
 def test_poor_excitation_is_reported_not_solved():
     """A robot held still in one pose cannot reveal its inertias: a clear error, no estimate."""
     model = RobotModel.from_mjcf(DEFAULT_ROBOT)

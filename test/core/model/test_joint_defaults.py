@@ -26,6 +26,7 @@ def _torque(path, q, dq, ddq) -> np.ndarray:
     return torque_regressor(model, q, dq, ddq) @ model.nominal
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("robot", ["lbr7.xml", "scara4.xml"])
 def test_default_identify_reproduces_a_noise_free_simulation(robot, tmp_path, capsys):
     path = TEST_ROBOTS / robot
@@ -54,6 +55,7 @@ def test_default_identify_reproduces_a_noise_free_simulation(robot, tmp_path, ca
         np.testing.assert_allclose(got, want, rtol=1e-2, err_msg=f"{robot} {field}")
 
 
+@pytest.mark.slow
 def test_a_declared_term_left_out_is_said_once_and_in_the_file(tmp_path, capsys):
     path = TEST_ROBOTS / "scara4.xml"
     bag, out = tmp_path / "bag", tmp_path / "out"

@@ -75,6 +75,7 @@ def test_observer_recovers_the_joint_torque_of_a_push(model):
     np.testing.assert_allclose(r[k], expected, atol=0.03 * np.abs(expected).max())
 
 
+@pytest.mark.slow
 def test_online_observer_and_monitor_equal_the_batch_replay(model):
     rec = _run(model, 4, 0.8, (Push("link_4", (0.0, 0.0, -30.0), start=0.5, duration=0.1),))
     theta = model.nominal
@@ -186,6 +187,7 @@ def test_calibration_warns_about_joints_that_never_reverse(model, caplog):
     assert f"short run: joints {still} never reverse in the calibration data" in caplog.text
 
 
+@pytest.mark.slow
 def test_sysid_monitor_replays_a_bag(model, tmp_path, capsys):
     # calibration: one whole excitation period (10 s), every joint reversing
     calib = write_bag(tmp_path / "calib", dataset_topics(_dataset(model, _run(model, 5, 10.0), "calib")))

@@ -20,6 +20,8 @@ from sysid_ros.core.sim.changes import simulate_change
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import Payload
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 RATE = 250.0  # Hz: joint states (200 Hz is too coarse for the noisy closed loop of the UR5e)
 CHANGE = 2.0  # s: the payload is picked up
 MASS = 1.0  # kg

@@ -58,6 +58,7 @@ def _smallest_relative_eigenvalue(theta: np.ndarray) -> float:
     return float(np.linalg.eigvalsh(j)[0] / np.trace(j))
 
 
+@pytest.mark.slow
 def test_momentum_recovers_a_compact_payload_on_a_gen3_sampled_from_continuous_physics(gen3):
     est, _, windows = _replayed(gen3, _recording(gen3, 4000.0), "momentum")
     assert windows == {"trapezoidal": 20, "euler": 0}  # the kinematics say: continuous motion
@@ -67,6 +68,7 @@ def test_momentum_recovers_a_compact_payload_on_a_gen3_sampled_from_continuous_p
     assert _smallest_relative_eigenvalue(est.theta) > 0.5 * _smallest_relative_eigenvalue(PAYLOAD.params)
 
 
+@pytest.mark.slow
 def test_momentum_on_the_issues_bag_30_s_simulated_at_the_recording_rate(gen3):
     """The issue's run: 30 s, physics at the 500 Hz recording rate. The rows are the balance summed
     over the Euler steps (exact for these samples), chosen from the data; a window weighs as its
@@ -88,6 +90,7 @@ def test_momentum_on_the_issues_bag_30_s_simulated_at_the_recording_rate(gen3):
     assert trapezoidal.divergence_to_truth > 10 * momentum.divergence_to_truth  # measured 2.8
 
 
+@pytest.mark.slow
 def test_momentum_with_sensor_noise_beats_force_rows_on_the_issues_bag(gen3):
     """Encoder, velocity and torque noise (1e-5 rad, 1e-3 rad/s, 0.02 N·m), 30 s at 500 Hz: the
     momentum rows' velocity differences telescope, where differenced accelerations amplify noise."""

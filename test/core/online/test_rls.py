@@ -29,6 +29,7 @@ def panda_payload():
     return ds.t, rows, tau - known, payload.params
 
 
+@pytest.mark.slow
 def test_rls_logdet_payload_converges_and_stays_consistent(panda_payload):
     t, rows, y, truth = panda_payload
     prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * 0.3**2 / 6)  # broad, unknown payload
@@ -163,6 +164,7 @@ def test_momentum_rows_take_the_discretisation_the_samples_kinematics_fit():
         MomentumRows(target, discretisation="midpoint")
 
 
+@pytest.mark.slow
 def test_conservation_rows_identify_a_payload_on_a_floating_robot():
     from sysid_ros.core.data.fourier import FourierTrajectory, Limits
     from sysid_ros.core.online import ConservationRows
@@ -277,6 +279,7 @@ def test_generalised_momentum_balance_holds_for_a_free_joint():
     np.testing.assert_allclose(p_dot, m_ddq + data.qfrc_bias + yc, atol=1e-5 * np.abs(p_dot).max())
 
 
+@pytest.mark.slow
 def test_rls_logdet_leaves_the_boundary_when_the_minimiser_moves_inside():
     """Start-up rows of an infeasible payload (negative mass) drive the estimate to the edge of
     the consistent set; consistent rows then move the minimiser inside. The update must follow
@@ -380,6 +383,7 @@ def test_force_rows_of_joints_near_rest_carry_no_information_with_coulomb_fricti
         np.testing.assert_array_equal(np.delete(y_g, 2), np.delete(y_p, 2))
 
 
+@pytest.mark.slow
 def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
     """The joints' generalised-momentum rows of a free-floating arm (torque integrals over windows;
     the base rows have zero force) with the arm's separable links as columns: the true payload and
@@ -427,6 +431,7 @@ def test_momentum_rows_of_a_floating_arm_with_nuisance_links():
     assert est.theta[0] == pytest.approx(5.0, rel=0.01)
 
 
+@pytest.mark.slow
 def test_residual_weights_estimate_each_rows_error_and_weigh_by_it():
     """Two rows, one 40× noisier than its sensor σ says: the adaptive weights find both errors
     (the floor holds the clean row at its sensor σ) and the estimate beats sensor weighting."""
@@ -452,6 +457,7 @@ def test_residual_weights_estimate_each_rows_error_and_weigh_by_it():
         ResidualWeights(0.0)
 
 
+@pytest.mark.slow
 def test_rls_logdet_keeps_a_relative_margin_inside_the_consistent_set():
     """Heavily weighted rows of an infeasible body (a point mass with Ixx lowered: J has a negative
     eigenvalue) under weak regularisation put the minimiser outside the consistent set. Every
@@ -478,6 +484,7 @@ def test_rls_logdet_keeps_a_relative_margin_inside_the_consistent_set():
     assert np.isfinite(logdet_divergence(est.theta, reference))
 
 
+@pytest.mark.slow
 def test_online_estimator_with_adaptive_weights_converges_on_noisy_torques():
     """OnlineEstimator(weighting="adaptive") on the simulated Panda + 5 kg payload with noisy
     torques: it converges like the fixed weights and learns each joint row's error (≥ the sensor
@@ -524,6 +531,7 @@ def test_rls_logdet_keeps_joint_terms_positive_when_the_data_push_them_below_zer
         RLSLogDet(prior, [slice(0, 10)], nonnegative=[3])
 
 
+@pytest.mark.slow
 def test_whole_arm_replay_keeps_friction_non_negative_and_every_estimate_consistent():
     """The Panda's joints have no Coulomb friction (prior and truth 0) and viscous friction
     0.69-1.95 N·m·s/rad; with 0.05 N·m torque noise the unconstrained update drove Coulomb terms

@@ -45,6 +45,7 @@ def _pushed(session: OnlineSession, t, q, dq, tau, sizes) -> list:
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["rls_logdet", "momentum", "rls"])
 def test_replay_and_node_sized_batches_give_the_same_estimate(run, method):
     target, ds = run
@@ -93,6 +94,7 @@ def test_the_estimate_carries_its_diagnostics(run):
     assert rls.snapshot().rank == 10  # RLS keeps the data's information too
 
 
+@pytest.mark.slow
 def test_an_online_estimate_is_the_batch_paths_typed_result(run, tmp_path):
     """OnlineEstimate.to_result: result.json's schema (what ``sysid identify`` writes), the online
     figures under diagnostics["online"]; saved, it is a prior the next session can start from."""
@@ -128,6 +130,7 @@ def test_an_online_estimate_is_the_batch_paths_typed_result(run, tmp_path):
         est.to_result(arm_target(target.model))
 
 
+@pytest.mark.slow
 def test_bad_samples_are_counted_and_leave_the_estimate_untouched(run):
     """NaN values, a NaN time, a repeated time and an older sample, inserted into a clean stream:
     each is counted by reason and the estimate is exactly the clean stream's."""
@@ -159,6 +162,7 @@ def test_bad_samples_are_counted_and_leave_the_estimate_untouched(run):
     assert session.snapshot().rejected["names"] == 2 and session.counters["rejected_names"] == 2
 
 
+@pytest.mark.slow
 def test_a_gap_restarts_the_filters_and_windows(run):
     """A 40 ms hole in a 500 Hz stream: one gap event, the filters settle again after it, and the
     estimate equals the estimator fed by two independently conditioned segments (momentum windows
@@ -188,6 +192,7 @@ def test_a_gap_restarts_the_filters_and_windows(run):
     assert not np.allclose(filtered_across.snapshot().theta, est.theta, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_rows_the_estimator_refuses_are_counted(run):
     target, ds = run
     tau = ds.tau.copy()
@@ -249,6 +254,7 @@ def _with_hold(ds, at: int, seconds: float, bias: float):
     return t, q, dq, tau, n
 
 
+@pytest.mark.slow
 def test_stationary_samples_add_no_rows_however_the_stream_is_cut(run):
     """A 1 s hold with a 2 N·m static-friction torque: its samples are counted as stationary and
     add no row; the counts and the estimate are the same for any batch cut (the plain RLS is
@@ -270,6 +276,7 @@ def test_stationary_samples_add_no_rows_however_the_stream_is_cut(run):
     assert kept.snapshot().stationary == 0 and kept.snapshot().updates == est.conditioned
 
 
+@pytest.mark.slow
 def test_samples_missing_from_the_stream_are_counted(run):
     """Steps of k nominal periods miss k − 1 samples: one lost sample (not a gap) and five lost
     in a row (a gap: the filters restart)."""

@@ -103,6 +103,7 @@ def _assert_clean(saved: dict[str, list[str]], expected: set[str]) -> None:
     assert not bad, "\n".join(f"{name}: {line}" for name, p in bad.items() for line in p)
 
 
+@pytest.mark.slow
 def test_identify_and_replay_figures(saved, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     common = ["identify", str(ROOT / "examples" / "ur5e_rtde_log.csv"),
@@ -121,6 +122,7 @@ def _fit(n: int, seconds: float = 5.0, rate: float = 200.0) -> TorqueFit:
     return TorqueFit(t, measured, predicted, torque_errors(measured, predicted))
 
 
+@pytest.mark.slow
 def test_validation_figures(saved, tmp_path):
     """The three plots of ``sysid validate`` on arrays shaped like a 7-joint arm's checks, with long
     parameter names under the bars (a full validation takes a minute)."""
@@ -154,6 +156,7 @@ def test_validation_figures(saved, tmp_path):
     _assert_clean(saved, {"tracking.png", "torque_prediction.png", "parameters.png"})
 
 
+@pytest.mark.slow
 def test_demo_payload_figures(saved, tmp_path):
     """The demo's convergence.png (mass, CoM with dashed truths, divergence) and heldout.png."""
     truth = np.array([0.6, 0.006, -0.009, 0.027, 2e-3, 2e-3, 1e-3, 0, 0, 0])

@@ -27,6 +27,8 @@ from sysid_ros.core.report.verdict import HELDOUT_LIMIT, verdict_of
 from sysid_ros.core.sim.simulation import SensorModel
 from sysid_ros.core.sim.synthetic import simulate_dataset
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 
 @pytest.fixture(scope="module")
 def identified(tmp_path_factory):

@@ -26,6 +26,7 @@ def _tensor(spec) -> np.ndarray:
     return r @ np.diag(solid_ellipsoid_moments(1.0, spec.scale / 2)) @ r.T
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ROBOTS)
 def test_link_frame_markers_are_mujocos_inertia(path):
     model = RobotModel.load(str(path))
@@ -49,6 +50,7 @@ def test_link_frame_markers_are_mujocos_inertia(path):
         assert ell.rgba[3] == pytest.approx(precision_alpha(np.nan))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ROBOTS)
 def test_base_frame_markers_follow_forward_kinematics(path):
     """``frame="base"`` at a random configuration: every marker in the root body's frame, at

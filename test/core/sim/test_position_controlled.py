@@ -85,6 +85,7 @@ def test_stop_at_keeps_what_was_sent_and_returns_to_rest(model):
     assert dq_gap < 4.0 * 0.02 + 1e-9  # at most the acceleration limit over one spacing
 
 
+@pytest.mark.slow
 def test_arm_tracks_refuses_beyond_limits_and_reports_current(model):
     limits = TrajectoryLimits.of(model, acceleration=4.0)
     limits.velocity[:] = 1.2
@@ -125,6 +126,7 @@ def test_payload_jacobian_matches_finite_differences():
     np.testing.assert_allclose(jac, numeric, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_payload_through_the_arm_reaches_the_issue_bounds(model):
     """The loop the graph runs, without ROS: waypoints -> the arm (1.2 kg payload unknown to the
     estimator, torque noise 0.05 N·m) -> an online session; the run stops once the payload's mass
@@ -179,6 +181,7 @@ def test_precision_of_undetermined_directions_is_infinite(model):
     assert precision.relative_std[0] == pytest.approx(precision.std[0] / 1.2)
 
 
+@pytest.mark.slow
 def test_arm_precision_per_base_direction(model):
     """Arm target: one direction per base parameter, σ from the base columns' information."""
     from sysid_ros.core.model.target import arm_target

@@ -178,6 +178,7 @@ def test_unreachable_requests_are_clamped_and_reported(model):
     assert "clamped: position joint1" in plan.clamps.summary()
 
 
+@pytest.mark.slow
 def test_optimised_coefficients_have_a_lower_condition_number(model):
     limits = Limits.of(model)
     design = optimize_excitation(model, limits, seed=2, max_iterations=3, n_samples=60)
@@ -226,6 +227,7 @@ def test_bad_trajectory_files_say_what_is_wrong(tmp_path, edit, message):
         read_trajectory_file(bad)
 
 
+@pytest.mark.slow
 def test_cli_exports_a_replayable_trajectory(tmp_path):
     out = tmp_path / "excitation.csv"
     coeffs = tmp_path / "coefficients.json"

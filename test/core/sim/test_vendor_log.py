@@ -11,6 +11,8 @@ from support.robots import TEST_ROBOTS
 from sysid_ros.core.model.robot import RobotModel, inertial_from_body_params, joint_terms
 from sysid_ros.core.sim.vendor_log import REAL_LIKE_7DOF, VendorStyle, vendor_log
 
+pytestmark = pytest.mark.slow  # a module fixture of several seconds
+
 STYLE = REAL_LIKE_7DOF
 
 
