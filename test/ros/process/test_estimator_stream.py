@@ -192,8 +192,11 @@ def test_a_burst_from_stamp_zero_gives_the_offline_estimate(run, feeder, ros_dom
 def test_an_overflowing_queue_and_missing_samples_are_counted(run, feeder, ros_domain_id):
     """``max_queue`` 200 against a 3,000-sample burst with every 10th sample left out: what the
     queue dropped and what the stamps say is missing are counted, and every message sent is
-    either received by the session or counted as dropped."""
-    proc = start_estimator(ros_domain_id, "-p", "max_queue:=200", "-p", "process_rate:=5")
+    either received by the session or counted as dropped. The queue is drained every 2 s
+    (``process_rate`` 0.5 Hz), so it overflows whenever the burst arrives faster than 100
+    messages a second: on a loaded host the feeder can publish slower than the 1,000 a second
+    a 5 Hz drain would need, and then nothing overflows."""
+    proc = start_estimator(ros_domain_id, "-p", "max_queue:=200", "-p", "process_rate:=0.5")
     f = feeder()
     try:
         f.wait_for_estimator(proc)
