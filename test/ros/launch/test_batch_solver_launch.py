@@ -19,17 +19,14 @@ pytest.importorskip("launch_ros")
 import launch_testing.actions
 import launch_testing.asserts
 import rclpy
-from ament_index_python.packages import get_package_share_directory
-from launch.actions import IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
 from sysid_ros.srv import BatchSolve
 
 import launch
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_domain.py)
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_domain import use_private_domain  # noqa: E402
+from launch_support import package_launch, use_private_domain  # noqa: E402
 
 use_private_domain()
 WORK = Path(tempfile.mkdtemp(prefix="sysid_batch_launch_"))
@@ -37,10 +34,8 @@ WORK = Path(tempfile.mkdtemp(prefix="sysid_batch_launch_"))
 
 @pytest.mark.launch_test
 def generate_test_description():
-    share = get_package_share_directory("sysid_ros")
-    include = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, "launch", "batch_solver.launch.py")),
-        launch_arguments={"data_root": str(WORK / "bags"), "output_root": str(WORK / "results")}.items())
+    include = package_launch("batch_solver.launch.py", {
+        "data_root": str(WORK / "bags"), "output_root": str(WORK / "results")})
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
 
 

@@ -21,35 +21,27 @@ pytest.importorskip("launch_ros")
 import launch_testing.actions
 import launch_testing.asserts
 import rclpy
-from ament_index_python.packages import get_package_share_directory
 from diagnostic_msgs.msg import DiagnosticArray
-from launch.actions import IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from sysid_ros.msg import ParameterEstimate
 
 import launch
+from sysid_ros.nodes.qos import LATCHED
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_domain.py)
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_domain import use_private_domain  # noqa: E402
+from launch_support import package_launch, use_private_domain  # noqa: E402
 
 use_private_domain()
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    share = get_package_share_directory("sysid_ros")
-    include = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, "launch", "hardware_identify.launch.py")),
-        # 250 Hz, as the in-process rigs run on a loaded 2-core host: at the config's 700 Hz the
-        # bridge's real-time threads (loop + emulated motors) leave the estimator too little CPU
-        launch_arguments={"use_emulator": "1", "record": "false", "excitation_time": "10",
-                          "rate": "250"}.items())
+    # 250 Hz, as the in-process rigs run on a loaded 2-core host: at the config's 700 Hz the
+    # bridge's real-time threads (loop + emulated motors) leave the estimator too little CPU
+    include = package_launch("hardware_identify.launch.py", {
+        "use_emulator": "1", "record": "false", "excitation_time": "10", "rate": "250"})
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
 
 

@@ -10,7 +10,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
@@ -23,11 +22,8 @@ pytest.importorskip("launch_ros")
 import launch_testing.actions
 import launch_testing.asserts
 import rclpy
-from ament_index_python.packages import get_package_share_directory
-from launch.actions import GroupAction, IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.actions import GroupAction
 from launch_ros.actions import PushRosNamespace
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -35,36 +31,25 @@ from sysid_ros.msg import ParameterEstimate
 
 import launch
 from sysid_ros.core.data.bag import partial_folders
+from sysid_ros.nodes.qos import LATCHED
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_domain.py)
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_domain import use_private_domain  # noqa: E402
+from launch_support import package_launch, spin_until, use_private_domain  # noqa: E402
 
 use_private_domain()
 WORK = Path(tempfile.mkdtemp(prefix="sysid_ns_launch_"))
 BAG = WORK / "run"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    share = get_package_share_directory("sysid_ros")
-    include = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, "launch", "sim_identify.launch.py")),
-        launch_arguments={"real_time_factor": "0", "excitation_time": "4", "bag": str(BAG)}.items())
+    include = package_launch("sim_identify.launch.py", {
+        "real_time_factor": "0", "excitation_time": "4", "bag": str(BAG)})
     graph = GroupAction([PushRosNamespace("arm"), include])
     return launch.LaunchDescription([graph, launch_testing.actions.ReadyToTest()])
-
-
-def _wait(node, condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        rclpy.spin_once(node, timeout_sec=0.1)
 
 
 class TestNamespacedGraph(unittest.TestCase):
@@ -76,13 +61,13 @@ class TestNamespacedGraph(unittest.TestCase):
             node.create_subscription(Bool, "/arm/trajectory_publisher/done",
                                      lambda m: done.append(m.data), LATCHED)
             node.create_subscription(ParameterEstimate, "/arm/estimator/estimate", estimates.append, LATCHED)
-            _wait(node, lambda: True in done, TIMEOUT, "the end of the excitation under /arm")
-            _wait(node, lambda: bool(estimates), 60.0, "an estimate on /arm/estimator/estimate")
+            spin_until(node, lambda: True in done, TIMEOUT, "the end of the excitation under /arm")
+            spin_until(node, lambda: bool(estimates), 60.0, "an estimate on /arm/estimator/estimate")
             topics = {name for name, _ in node.get_topic_names_and_types()}
             stop = node.create_client(Trigger, "/arm/recorder/stop")
             self.assertTrue(stop.wait_for_service(timeout_sec=30.0))
             future = stop.call_async(Trigger.Request())
-            _wait(node, future.done, 60.0, "the recorder to finish the bag")
+            spin_until(node, future.done, 60.0, "the recorder to finish the bag")
             node.destroy_node()
         finally:
             rclpy.shutdown()

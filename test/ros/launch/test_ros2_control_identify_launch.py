@@ -12,7 +12,7 @@ processes in test/ros/process/test_ros2_control_payload.py)."""
 from __future__ import annotations
 
 import os
-import time
+import sys
 import unittest
 from pathlib import Path
 
@@ -26,44 +26,30 @@ import launch_testing.actions
 import launch_testing.asserts
 import numpy as np
 import rclpy
-from ament_index_python.packages import get_package_share_directory
 from geometry_msgs.msg import Inertia
-from launch.actions import IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 
 import launch
+from sysid_ros.nodes.qos import LATCHED
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in a domain (1-101) of this test process
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 101)
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_support import package_launch, spin_until, use_private_domain  # noqa: E402
+
+use_private_domain()
 UR5E = Path(__file__).resolve().parents[2] / "robots" / "ur5e.xml"
 MASS, COM = 1.2, np.array([0.02, -0.03, 0.06])  # [kg], [m] in wrist_3_link's frame
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TIMEOUT = 480.0  # [s] for the whole run on a loaded 2-core machine (start-up alone took 60 s at load 24)
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    share = get_package_share_directory("sysid_ros")
-    include = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, "launch", "ros2_control_identify.launch.py")),
-        launch_arguments={"use_sim": "true", "model_path": str(UR5E), "target": "wrist_3_link",
-                          "sim_payload": f"body=wrist_3_link,mass={MASS},com=0.02,-0.03,0.06",
-                          "until_precision": "0.02", "max_duration": "60", "record": "false",
-                          "lockstep": "true"}.items())
+    include = package_launch("ros2_control_identify.launch.py", {
+        "use_sim": "true", "model_path": str(UR5E), "target": "wrist_3_link",
+        "sim_payload": f"body=wrist_3_link,mass={MASS},com=0.02,-0.03,0.06", "until_precision": "0.02",
+        "max_duration": "60", "record": "false", "lockstep": "true"})
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
-
-
-def _wait(node, condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        rclpy.spin_once(node, timeout_sec=0.1)
 
 
 class TestPayloadOnARos2ControlArm(unittest.TestCase):
@@ -76,7 +62,7 @@ class TestPayloadOnARos2ControlArm(unittest.TestCase):
             node.create_subscription(Inertia, "/estimator/payload", payloads.append, LATCHED)
             node.create_subscription(Bool, "/trajectory_publisher/done",
                                      lambda m: done.__setitem__(0, done[0] or m.data), LATCHED)
-            _wait(node, lambda: done[0] and payloads, TIMEOUT, "the payload and the end of the run")
+            spin_until(node, lambda: done[0] and payloads, TIMEOUT, "the payload and the end of the run")
             node.destroy_node()
         finally:
             rclpy.shutdown()

@@ -11,7 +11,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
@@ -25,10 +24,6 @@ import launch_testing.actions
 import launch_testing.asserts
 import numpy as np
 import rclpy
-from ament_index_python.packages import get_package_share_directory
-from launch.actions import IncludeLaunchDescription
-from launch.launch_description_sources import PythonLaunchDescriptionSource
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -37,39 +32,28 @@ from sysid_ros.msg import ParameterEstimate
 import launch
 from sysid_ros.core.data.bag import partial_folders, read_bag
 from sysid_ros.core.report.payload import PayloadQuantities
+from sysid_ros.nodes.qos import LATCHED
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_domain.py)
+# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_domain import use_private_domain  # noqa: E402
+from launch_support import package_launch, spin_until, use_private_domain  # noqa: E402
 
 use_private_domain()
 MASS, COM = 0.6, np.array([0.01, -0.015, 0.045])
 EXCITATION = 12  # [s] of excitation, given as an integer
 WORK = Path(tempfile.mkdtemp(prefix="sysid_sim_launch_"))
 BAG = WORK / "run"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30 (lockstep: ~0.05 of real time)
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    share = get_package_share_directory("sysid_ros")
-    include = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(os.path.join(share, "launch", "sim_identify.launch.py")),
-        launch_arguments={"payload": f"body=link_6,mass={MASS},com=0.01,-0.015,0.045", "target": "link_6",
-                          "real_time_factor": "0", "lockstep": "1", "alpha": "100",
-                          "excitation_time": str(EXCITATION), "record": "True", "bag": str(BAG)}.items())
+    include = package_launch("sim_identify.launch.py", {
+        "payload": f"body=link_6,mass={MASS},com=0.01,-0.015,0.045", "target": "link_6",
+        "real_time_factor": "0", "lockstep": "1", "alpha": "100", "excitation_time": str(EXCITATION),
+        "record": "True", "bag": str(BAG)})
     return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
-
-
-def _wait(node, condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        rclpy.spin_once(node, timeout_sec=0.1)
 
 
 class TestClosedLoop(unittest.TestCase):
@@ -88,14 +72,14 @@ class TestClosedLoop(unittest.TestCase):
                     done[0] = clock[0]
 
             node.create_subscription(Bool, "/trajectory_publisher/done", on_done, LATCHED)
-            _wait(node, lambda: done[0] is not None, TIMEOUT, "the end of the excitation")
+            spin_until(node, lambda: done[0] is not None, TIMEOUT, "the end of the excitation")
             # estimates carry the data time of their last sample: wait for one covering the end
-            _wait(node, lambda: estimates and _stamp(estimates[-1]) >= done[0] + 1.0, 120.0,
+            spin_until(node, lambda: estimates and _stamp(estimates[-1]) >= done[0] + 1.0, 120.0,
                   "the estimate covering the end of the run")
             stop = node.create_client(Trigger, "/recorder/stop")
             self.assertTrue(stop.wait_for_service(timeout_sec=30.0))
             future = stop.call_async(Trigger.Request())
-            _wait(node, future.done, 60.0, "the recorder to finish the bag")
+            spin_until(node, future.done, 60.0, "the recorder to finish the bag")
             node.destroy_node()
         finally:
             rclpy.shutdown()

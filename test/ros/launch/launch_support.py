@@ -1,0 +1,48 @@
+"""What every launch test in test/ros/launch shares: its DDS domain, the include of an installed
+launch file, and a bounded wait that spins the test's node.
+
+The DDS domain of a launch test process (one rule for every file in test/ros/launch):
+``SYSID_TEST_DOMAINS=LO-HI`` (parallel checkouts on one host): a domain in that range, picked by
+process id; else ``ROS_DOMAIN_ID`` when set (the caller's private domain); else 1 + pid % 101 so
+launch tests side by side, or a user's graph on domain 0, never see each other. DDS stays on this
+machine either way (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def use_private_domain() -> str:
+    """Set and return this process's ``ROS_DOMAIN_ID`` (before any ROS context or launch starts)."""
+    span = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
+    if span:
+        lo, hi = (int(v) for v in span.split("-"))
+        domain = str(lo + os.getpid() % (hi - lo + 1))
+    else:
+        domain = os.environ.get("ROS_DOMAIN_ID", "").strip() or str(1 + os.getpid() % 101)
+    os.environ["ROS_DOMAIN_ID"] = domain
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    return domain
+
+
+def package_launch(file_name: str, arguments: dict[str, str]):
+    """The installed ``sysid_ros`` launch file ``file_name`` included with ``arguments`` (the forms a
+    user types on the command line)."""
+    from ament_index_python.packages import get_package_share_directory
+    from launch.actions import IncludeLaunchDescription
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    path = os.path.join(get_package_share_directory("sysid_ros"), "launch", file_name)
+    return IncludeLaunchDescription(PythonLaunchDescriptionSource(path), launch_arguments=arguments.items())
+
+
+def spin_until(node, condition, seconds: float, what: str) -> None:
+    """Spin ``node`` until ``condition()`` holds; AssertionError naming ``what`` after ``seconds``."""
+    import rclpy
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
+        rclpy.spin_once(node, timeout_sec=0.1)
