@@ -440,6 +440,18 @@ FROM_NODE: dict[str, str | tuple[str, str]] = {
     "plots": "param.plots",
     "accept_cost": "param.accept_cost",
 }
+
+
+def _as(kind):
+    """A converter taking the value as ``kind`` (float, int, bool)."""
+    return lambda v, node: kind(v)
+
+
+def _list_or_none(values) -> list | None:
+    """A per-joint array parameter or request field: None when unset or empty."""
+    return list(values) if values is not None and len(values) else None
+
+
 #: how a source's value becomes the request's, ``convert(value, node)`` (the others as they come;
 #: ``model`` and an automatic ``out`` are set by :meth:`BatchSolverNode._request`)
 _CONVERT = {
@@ -452,21 +464,21 @@ _CONVERT = {
     "armature": lambda v, node: True if v else None,
     "stribeck_velocity": lambda v, node: _searched_if_zero(float(v)),
     "sigmoid_shape": lambda v, node: _pair(v),
-    "torque_scale": lambda v, node: list(v) if v is not None and len(v) else None,
-    "torque_offset": lambda v, node: list(v) if v is not None and len(v) else None,
-    "bandwidth": lambda v, node: float(v),
-    "min_segment": lambda v, node: float(v),
-    "bridge_gaps": lambda v, node: float(v),
-    "regularization": lambda v, node: float(v),
-    "max_samples": lambda v, node: int(v),
-    "mass_factor": lambda v, node: float(v),
-    "extent_factor": lambda v, node: float(v),
-    "com_radius": lambda v, node: float(v),
-    "stationary_cut": lambda v, node: bool(v),
-    "drop_outliers": lambda v, node: bool(v),
-    "drive_gains": lambda v, node: bool(v),
-    "plots": lambda v, node: bool(v),
-    "accept_cost": lambda v, node: bool(v),
+    "torque_scale": lambda v, node: _list_or_none(v),
+    "torque_offset": lambda v, node: _list_or_none(v),
+    "bandwidth": _as(float),
+    "min_segment": _as(float),
+    "bridge_gaps": _as(float),
+    "regularization": _as(float),
+    "max_samples": _as(int),
+    "mass_factor": _as(float),
+    "extent_factor": _as(float),
+    "com_radius": _as(float),
+    "stationary_cut": _as(bool),
+    "drop_outliers": _as(bool),
+    "drive_gains": _as(bool),
+    "plots": _as(bool),
+    "accept_cost": _as(bool),
     "payloads": lambda v, node: _payload_list(v) if v else None,
     "validate": lambda v, node: node._validation_path(v),
 }
