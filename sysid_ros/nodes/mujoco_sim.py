@@ -6,7 +6,9 @@ physics at ``rate`` [Hz] in a thread of its own, so the executor is free to take
 it arrives. Two clock modes:
 
 * real time (``lockstep: false``, interactive use): physics paced at ``real_time_factor`` × wall
-  time (0 = as fast as the machine goes), whatever the other nodes do;
+  time (0 = as fast as the machine goes), whatever the other nodes do; a lag under 0.5 s is caught
+  up gradually, a longer stall of the process is not simulated (the clock is re-based and a warning
+  says by how much);
 * lockstep (``lockstep: true``, the demo, tests, launch tests): physics advances only when the
   graph has caught up, so a run gives the same samples on a busy machine as on an idle one —
   before the step that follows the state stamped ``t``, the newest command stamp must be ≥ ``t``
@@ -90,6 +92,9 @@ from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
 STREAM = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
 #: longest sleep [s] of the stepping loop while it is ahead of its real-time factor
 TICK = 0.002
+#: real time: a lag [s of wall time] beyond which the stepping loop does not catch up (it would run
+#: a burst of physics faster than real time, ahead of the commands meant for it) but re-bases its clock
+MAX_LAG = 0.5
 PARAMETERS = (
     *MODEL_PARAMETERS,
     ("rate", 1000.0, "physics rate [Hz]"),
@@ -210,6 +215,7 @@ class MujocoSimNode(Node):
             self._progress_subs.append(self.create_subscription(
                 Time, topic, self._progress_callback(topic), PROGRESS))
         self._stop = threading.Event()
+        self._stalls = 0  # real time: how often the clock was re-based after a stall (see MAX_LAG)
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_stepping", daemon=True)
         self._thread.start()
         self.get_logger().info(
@@ -375,6 +381,14 @@ class MujocoSimNode(Node):
                     due = int((now - wall0) * self.rtf * self.rate) - (self.sim.step_count - steps0)
                     if due <= 0:
                         time.sleep(min(TICK, -due / (self.rtf * self.rate) + 1.0 / (self.rtf * self.rate)))
+                        continue
+                    if due > MAX_LAG * self.rtf * self.rate:  # the process was stalled (host, SIGSTOP)
+                        self._stalls += 1
+                        self.get_logger().warning(
+                            f"t = {self.sim.time:.3f} s: physics fell {due / (self.rtf * self.rate):.2f} s "
+                            f"behind wall time (the process was stalled; stall {self._stalls}); the "
+                            "real-time clock is re-based: that wall time is not simulated")
+                        wall0, steps0 = now, self.sim.step_count
                         continue
                     due = min(due, max(1, int(0.05 * self.rtf * self.rate)))  # catch up gradually
                 else:
