@@ -331,19 +331,13 @@ class BatchSolverNode(Node):
             result, divergence_to_prior=evaluation.divergence_to_prior,
             divergence_to_truth=evaluation.divergence_to_truth, stamp=self.get_clock().now().to_msg())
         response.output_files = [str(p) for p in paths]
-        response.success = True
-        response.message = (f"{method}: rank {result.diagnostics.rank}, relative error "
-                            f"{result.diagnostics.relative_error:.3g} %, {len(paths)} files in {out}")
-        if outcome.cost_warning:  # files written, the answer says so
-            response.success = False
-            response.message = (f"{method}: {outcome.cost_warning} (files in {out}; parameter accept_cost "
-                                "keeps them)")
-            self.get_logger().warning(response.message)
+        response.success, response.message = answer(outcome, method, out)
         self._publisher.publish(response.estimate)
         params = result.parameters
         self._markers.publish(outcome.target, params.names, params.values, std=params.std,
                               stamp=response.estimate.header.stamp)
-        self.get_logger().info(response.message)
+        logger = self.get_logger()
+        (logger.info if response.success else logger.warning)(response.message)
         report("done", response.message)
 
     # ------------------------------------------------------------------ request -> IdentifyRequest
@@ -447,6 +441,15 @@ def _as(kind):
     return lambda v, node: kind(v)
 
 
+def _armature(value: int) -> bool | None:
+    """BatchSolve's ``armature`` (an ``ARMATURE_`` constant) as the request's: None (as the model
+    declares), True (identified), False (not identified)."""
+    choices = {0: None, 1: True, 2: False}
+    if int(value) not in choices:
+        raise SysIdError(f"armature must be 0 (as the model declares), 1 (identify) or 2 (none), got {value}")
+    return choices[int(value)]
+
+
 def _list_or_none(values) -> list | None:
     """A per-joint array parameter or request field: None when unset or empty."""
     return list(values) if values is not None and len(values) else None
@@ -461,7 +464,7 @@ _CONVERT = {
     "base": lambda v, node: v or None,
     # the CLI's default: no friction given identifies the joint terms the model declares
     "friction": lambda v, node: ",".join(v) if list(v) else "model",
-    "armature": lambda v, node: True if v else None,
+    "armature": lambda v, node: _armature(v),
     "stribeck_velocity": lambda v, node: _searched_if_zero(float(v)),
     "sigmoid_shape": lambda v, node: _pair(v),
     "torque_scale": lambda v, node: _list_or_none(v),
@@ -510,6 +513,20 @@ def _payload_list(text: str) -> list:
         raise SysIdError("known_payloads: expected a JSON list (one entry per bag), got "
                          f"{type(doc).__name__}")
     return doc
+
+
+def answer(outcome, method: str, out: Path) -> tuple[bool, str]:
+    """The BatchSolve answer ``(success, message)`` for a finished solve: False, as ``sysid
+    identify`` exits 3, when bounds or the prior cost too much torque (unless accepted) or the
+    estimate is not trustworthy (solver status, consistency); the files are written either way."""
+    if outcome.cost_warning:
+        return False, f"{method}: {outcome.cost_warning} (files in {out}; parameter accept_cost keeps them)"
+    if outcome.problems:
+        return False, (f"{method}: the estimate is not trustworthy: {'; '.join(outcome.problems)} "
+                       f"(files in {out})")
+    result = outcome.result
+    return True, (f"{method}: rank {result.diagnostics.rank}, relative error "
+                  f"{result.diagnostics.relative_error:.3g} %, {len(outcome.paths)} files in {out}")
 
 
 def main(args=None) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sysid_ros.app.identify import ONLINE_OPTIONS, IdentifyRequest
+from sysid_ros.app.identify import ONLINE_OPTIONS, IdentifyOutcome, IdentifyRequest, verdict
 from sysid_ros.cli import build_parser
 from sysid_ros.cli.identify import FROM_ARGS, request_from_args
 from sysid_ros.core.online.session import OnlineOptions
@@ -20,6 +20,8 @@ from sysid_ros.core.online.session import OnlineOptions
 pytest.importorskip("rclpy")
 batch_solver = pytest.importorskip("sysid_ros.nodes.batch_solver")
 from rclpy.parameter import Parameter  # noqa: E402
+
+answer = batch_solver.answer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,11 +47,11 @@ def _cli_options() -> set[str]:
 
 def _fields(path: Path) -> list[str]:
     """The request (goal) fields of a .srv/.action file: ``type name  # comment`` lines before the
-    first ``---``."""
+    first ``---`` (constants, ``type NAME=value``, are no fields)."""
     names = []
     for line in path.read_text().split("---")[0].splitlines():
         code = line.split("#")[0].split()
-        if code:
+        if code and "=" not in code[1]:
             names.append(code[1])
     return names
 
@@ -112,3 +114,57 @@ def test_the_cli_and_the_node_default_to_the_requests_defaults():
         assert value == defaults[name], (name, value, defaults[name])
     online = {n: declared[n] for n in ONLINE_OPTIONS}
     assert online == {n: getattr(OnlineOptions(), n) for n in ONLINE_OPTIONS} | {"sample_rate": 0.0}
+
+
+def _outcome(status: str = "optimal", mass: float = 1.0, cost_warning: str | None = None) -> IdentifyOutcome:
+    """A finished payload solve (files written): the CLI exits with ``outcome.exit_code``."""
+    import numpy as np
+    from support.robots import TEST_ROBOTS
+
+    from sysid_ros.core import RobotModel
+    from sysid_ros.core.model.target import payload_target
+    from sysid_ros.core.result import SolverStatus, estimate_result
+
+    target = payload_target(RobotModel.from_mjcf(TEST_ROBOTS / "ur5e.xml"), "wrist_3_link")
+    theta = np.array([mass, 0.0, 0.0, 0.05 * mass, 0.01, 0, 0, 0.01, 0, 0.01])
+    solver = SolverStatus(solver="CLARABEL", status=status)
+    result = estimate_result(target, theta, method="energy", solver=solver)
+    _, problems = verdict(result)
+    return IdentifyOutcome(result, None, target, [Path("/out/result.json")], {}, None, cost_warning, problems)
+
+
+def test_batch_solve_answers_no_wherever_the_cli_exits_3():
+    """BatchSolve's ``success`` follows ``sysid identify``'s exit code: a solver that ended
+    inaccurate, inconsistent parameters or a too costly export answer False with the reason."""
+    out = Path("/out")
+    ok = _outcome()
+    assert ok.exit_code == 0 and answer(ok, "energy", out)[0]
+    inaccurate = _outcome(status="optimal_inaccurate")
+    assert inaccurate.exit_code == 3
+    assert answer(inaccurate, "energy", out) == (False, (
+        "energy: the estimate is not trustworthy: solver CLARABEL ended with status optimal_inaccurate "
+        "(files in /out)"))
+    inconsistent = _outcome(mass=-0.5)
+    assert inconsistent.exit_code == 3
+    success, message = answer(inconsistent, "energy", out)
+    assert not success and "not physically consistent (payload)" in message
+    costly = _outcome(cost_warning="bounds cost +12 % of torque RMS")
+    assert costly.exit_code == 3
+    assert answer(costly, "energy", out) == (
+        False, "energy: bounds cost +12 % of torque RMS (files in /out; parameter accept_cost keeps them)")
+
+
+def test_armature_says_as_the_model_identify_or_none():
+    """BatchSolve's ``armature`` takes the CLI's three choices (a bool could not say --no-armature);
+    ``true`` from an older caller still means identify."""
+    from sysid_ros.srv import BatchSolve
+
+    from sysid_ros.core.errors import SysIdError
+
+    req = BatchSolve.Request
+    choices = (req.ARMATURE_AS_MODEL, req.ARMATURE_IDENTIFY, req.ARMATURE_NONE)
+    assert [batch_solver._armature(v) for v in choices] == [None, True, False]
+    assert batch_solver._armature(True) is True and batch_solver._armature(False) is None
+    with pytest.raises(SysIdError, match=r"armature must be 0 \(as the model declares\), 1 \(identify\) or 2 "
+                                         r"\(none\), got 5"):
+        batch_solver._armature(5)

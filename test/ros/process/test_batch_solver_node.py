@@ -27,7 +27,9 @@ from sysid_ros.core.data.bag import dataset_topics, write_bag  # noqa: E402
 from sysid_ros.core.sim.synthetic import simulate_dataset  # noqa: E402
 
 pytestmark = pytest.mark.ros
-TIMEOUT = 60.0  # s: discovery plus a solve on a loaded 2-core machine
+TIMEOUT = 60.0  # s: discovery on a loaded 2-core machine
+#: [s] a whole solve (a sigmoid shape search took over 60 s at load 14): a bound on a hang, not a timing
+SOLVE_TIMEOUT = 300.0
 MODEL = TEST_ROBOTS / "ur5e.xml"
 
 
@@ -89,7 +91,7 @@ class Client:
     @staticmethod
     def wait(pending):
         future, done = pending
-        assert done.wait(TIMEOUT), "no BatchSolve response in time"
+        assert done.wait(SOLVE_TIMEOUT), f"no BatchSolve response in {SOLVE_TIMEOUT:g} s"
         return future.result()
 
     def close(self):
