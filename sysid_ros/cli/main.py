@@ -43,12 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # the ~130,000 objects the imports made (SciPy, MuJoCo, numba, ...) live until exit: out of the
-    # collector's reach, a full collection skips them (identify: 0.7 s -> 0.2 s of collections at load 7)
-    gc.freeze()
-    # and what the command imports and makes later (cvxpy, matplotlib, ...): the interpreter's last
-    # collection at exit would traverse it all (identify: 0.3 s at load 2.5)
-    atexit.register(gc.freeze)
+    if argv is None:  # this process's own command (in-process callers, e.g. tests, keep their collector)
+        # the ~130,000 objects the imports made (SciPy, MuJoCo, numba, ...) live until exit: out of the
+        # collector's reach, a full collection skips them (identify: 0.7 s -> 0.2 s of collections at load 7)
+        gc.freeze()
+        # and what the command imports and makes later (cvxpy, matplotlib, ...): the interpreter's last
+        # collection at exit would traverse it all (identify: 0.3 s at load 2.5)
+        atexit.register(gc.freeze)
     if argv is None and args.command == "identify":
         # this process's own one-shot command: its cyclic garbage is left for the exit (the
         # collector's passes over what cvxpy and matplotlib import took 0.15 s of `--method ols`;
