@@ -43,8 +43,19 @@ START_LIMIT = 120.0  # [s] a start slower than this is reported as a failure
 STOP_LIMIT = 30.0  # [s] then SIGKILL
 
 
-def measure(node: str, domain: int, tmp: Path) -> tuple[float, float, int]:
-    """(time-to-ready [s], SIGINT-to-exit [s], exit status) of one start of ``node``."""
+def cpu_seconds(pid: int) -> float:
+    """CPU time [s] (user + system) the process ``pid`` has used so far (``/proc/<pid>/stat``):
+    what start-up costs, whatever share of the cores the host leaves it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime [ticks]
+
+
+def measure(node: str, domain: int, tmp: Path) -> tuple[float, float, float, int]:
+    """(time-to-ready [s], CPU time to ready [s], SIGINT-to-exit [s], exit status) of one start
+    of ``node``."""
     config, params, ready = NODES[node]
     cmd = [sys.executable, "-m", f"sysid_ros.nodes.{node}", "--ros-args",
            "--params-file", str(find_share_file(f"config/{config}.yaml"))]
@@ -56,10 +67,11 @@ def measure(node: str, domain: int, tmp: Path) -> tuple[float, float, int]:
     with open(log, "w") as out:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        started = float("nan")
+        started = cpu = float("nan")
         while time.monotonic() - t0 < START_LIMIT and proc.poll() is None:
             if ready.lower() in log.read_text(errors="replace").lower():
                 started = time.monotonic() - t0
+                cpu = cpu_seconds(proc.pid)
                 break
             time.sleep(0.01)  # polling a log file: the resolution of the figure
         t1 = time.monotonic()
@@ -73,7 +85,7 @@ def measure(node: str, domain: int, tmp: Path) -> tuple[float, float, int]:
         stopped = time.monotonic() - t1
     if started != started:  # nan: never ready
         print(f"  {node}: not ready (status {proc.returncode}):\n{log.read_text()[-1500:]}")
-    return started, stopped, proc.returncode
+    return started, cpu, stopped, proc.returncode
 
 
 def main() -> None:
@@ -88,10 +100,11 @@ def main() -> None:
         sys.exit("stress-ng not found (apt-get install stress-ng)")
     for hogs in args.hogs:
         print("== beside " + (f"stress-ng --cpu {hogs}" if hogs else "nothing of ours"))
-        print(f"{'node':22s} {'ready p50':>10s} {'ready max':>10s} {'exit p50':>9s} {'exit max':>9s}  "
+        print(f"{'node':22s} {'ready p50':>10s} {'ready max':>10s} {'cpu p50':>8s} {'exit p50':>9s} "
+              f"{'exit max':>9s}  "
               "status  load before")
         for node in args.nodes:
-            ready, stop, codes, loads = [], [], [], []
+            ready, cpu, stop, codes, loads = [], [], [], [], []
             for _ in range(args.repeat):
                 loads.append(os.getloadavg()[0])
                 hog = (subprocess.Popen(["stress-ng", "--cpu", str(hogs), "--timeout", "60"],
@@ -99,15 +112,17 @@ def main() -> None:
                        if hogs else None)
                 try:
                     with tempfile.TemporaryDirectory(prefix="sysid_startup_") as tmp:
-                        r, s, c = measure(node, args.domain, Path(tmp))
+                        r, u, s, c = measure(node, args.domain, Path(tmp))
                 finally:
                     if hog is not None:
                         hog.send_signal(signal.SIGINT)
                         hog.wait()
                 ready.append(r)
+                cpu.append(u)
                 stop.append(s)
                 codes.append(c)
             print(f"{node:22s} {statistics.median(ready):9.2f}s {max(ready):9.2f}s "
+                  f"{statistics.median(cpu):7.2f}s "
                   f"{statistics.median(stop):8.2f}s {max(stop):8.2f}s  {sorted(set(codes))}  "
                   f"{' '.join(f'{v:.1f}' for v in loads)}")
 
