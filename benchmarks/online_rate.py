@@ -182,7 +182,7 @@ def tables() -> None:
     arm = RobotModel.from_mjcf(ROOT / "test" / "robots" / "panda.xml", joint_terms=("Fc", "Fv"))
     measure("whole arm (bodies + friction)", arm_target(arm), ds, 1.0, 400.0, 1_000)
     options = OnlineOptions(alpha=10.0, torque_noise=0.05, sample_rate=ds.sample_rate)
-    batch = round(ds.sample_rate / 100.0)  # the node's default process_rate: 100 Hz
+    batch = round(ds.sample_rate / 25.0)  # the node's default process_rate: 25 Hz
     print(f"\n{'session, per sample (batches of ' + str(batch) + ')':<34} {'p':>4} {'med [us]':>9} "
           f"{'p99 [us]':>9} {'med [Hz]':>10} {'p99 [Hz]':>10} {'updates':>9}")
     measure_session("payload, rls_logdet", payload_target(model, "hand"), ds, options, batch, 1_000)

@@ -81,6 +81,7 @@ from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import joint_message, to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
+from sysid_ros.nodes.intake import take_pending
 from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
@@ -99,7 +100,8 @@ NODE_PARAMETERS = (
     ("armature", False, "arm target: identify rotor inertia per joint"),
     ("prior", "nominal", "'nominal' (the MJCF), 'uninformative' (payload) or a result.json path"),
     ("publish_rate", 10.0, "estimate publication rate [Hz]"),
-    ("process_rate", 100.0, "batch processing rate [Hz]"),
+    ("process_rate", 25.0, "batch processing rate [Hz] (each wake-up costs ~0.5-1 ms of executor: "
+                           "larger batches cost less per sample)"),
     ("max_queue", 20000, "queued samples before the oldest are reported and dropped"),
     ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort "
                               "(set at start)"),
@@ -145,16 +147,18 @@ class EstimatorNode(Node):
         self._truth: dict[str, float] | None = None  # the simulator's true parameters, by name
         self._stream: JointStream | None = None  # stamps, columns, torque map (core: one policy)
         self._models = RobotModelSource(self)
+        self._max_queue = int(self._get("max_queue"))  # (read per message: kept, set on change)
         self._build()
         self.add_on_set_parameters_callback(self._validate)
         self.add_post_set_parameters_callback(self._apply)
         self._io_group, self._work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)  # best effort matches any publisher
-        self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                 QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=reliability),
-                                 callback_group=self._io_group,
-                                 event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
+        self._states = self.create_subscription(
+            JointState, "joint_states", self._on_joint_state,
+            QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=reliability),
+            callback_group=self._io_group,
+            event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
         self.create_subscription(ParameterEstimate, "sim/true_parameters", self._on_truth,
                                  LATCHED, callback_group=self._io_group)
         self._publisher = self.create_publisher(ParameterEstimate, "~/estimate", LATCHED)
@@ -261,6 +265,8 @@ class EstimatorNode(Node):
             self.get_logger().info(f"parameters {sorted(names & _REBUILD)} changed: the estimate "
                                    "restarts from its prior")
             self._announce()
+        if "max_queue" in names:
+            self._max_queue = int(self._get("max_queue"))
         if names & _TIMERS:
             self._start_timers()
             self.get_logger().info(f"{sorted(names & _TIMERS)} changed: timers restarted")
@@ -315,12 +321,23 @@ class EstimatorNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         """Only queue, with the receive time: conversion runs in the batch step (rclpy callbacks
-        are costly)."""
-        if len(self._queue) >= int(self._get("max_queue")):
-            self._queue.popleft()
-            self.session.reject("dropped")
-            self._warn("rejected_dropped", "the estimator is too far behind: oldest queued sample dropped")
-        self._queue.append((msg, self.get_clock().now().nanoseconds))
+        are costly); every further message the subscription holds is queued now too (one
+        executor wake-up for a burst, not one each)."""
+        self._enqueue([msg, *take_pending(self._states, self._max_queue)])
+
+    def _enqueue(self, messages: list) -> None:
+        """Queue ``messages`` (received now); beyond ``max_queue`` the oldest are dropped, counted."""
+        if not messages:
+            return
+        now = self.get_clock().now().nanoseconds
+        self._queue.extend((m, now) for m in messages)
+        excess = len(self._queue) - self._max_queue
+        if excess > 0:
+            for _ in range(excess):
+                self._queue.popleft()
+            self.session.reject("dropped", excess)
+            self._warn("rejected_dropped", f"the estimator is too far behind: oldest queued sample dropped "
+                       f"({excess} at once)")
 
     def _on_lost(self, info) -> None:
         """DDS says messages were lost before they reached this node."""
@@ -340,6 +357,8 @@ class EstimatorNode(Node):
         """Hand the queue to the session; then publish how far the data has been processed (a
         held first message stamped 0 counts as processed at 0: a lockstep simulator waits for it).
         ``final``: the stream has ended (a held message is a sample at t = 0)."""
+        if not final:
+            self._enqueue(take_pending(self._states, self._max_queue))  # what arrived meanwhile
         backlog = len(self._queue)
         if backlog == 0 and not (final and self._stream.stamps.holding):
             return
