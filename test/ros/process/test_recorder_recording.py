@@ -268,3 +268,35 @@ def test_losses_of_a_best_effort_flood_are_counted_and_reported(tmp_path, graph,
     assert answer.success and "LOST DATA: /joint_states:" in answer.message, answer.message
     assert f"{lost} lost (DDS), {gaps} missing in stamp gaps" in answer.message
     assert "WARN" in text and "the recording lost data" in text, text
+
+
+@pytest.mark.timeout(180)
+def test_a_driver_s_currents_are_stored_unscaled(tmp_path, graph, ros_domain_id):
+    """The recorder stores ``/joint_states`` as the driver sent it: an ``effort`` in amperes (a
+    driver publishing motor currents) comes back from the bag bit for bit, never multiplied by a
+    torque constant (the conversion is the solve's: ``torque_scale``/``torque_offset`` of
+    BatchSolve or ``sysid identify --torque-scale``, docs/ros2_control.md)."""
+    from sysid_ros.core.data.bag import typestore
+
+    currents = [0.731, -1.25, 2.0e-3, 3.5, -0.0625, 1.0 / 3.0]  # [A]
+    bag = tmp_path / "currents"
+    rec = start_recorder(ros_domain_id, bag, f"types:=['{JS}']")
+    g = graph()
+    g.wait_for_recorder()
+    count = 200
+    try:
+        for k in range(count):
+            msg = g.message(k, 2_000_000)
+            msg.effort = [c * (1 + k) for c in currents]
+            g.publish(g.pub, msg)
+        wait_until(lambda: g.progress_ns >= (count - 1) * 2_000_000, 120, "every state in the bag")
+        answer = g.stop_recorder()
+        rec.proc.send_signal(signal.SIGINT)
+        text = rec.finish(timeout=60)
+    finally:
+        stop_process(rec.proc)
+    assert answer.success and rec.proc.returncode == 0, text
+    store = typestore()
+    with Reader(bag) as reader:
+        efforts = [list(store.deserialize_cdr(raw, JS).effort) for _, _, raw in reader.messages()]
+    assert efforts == [[c * (1 + k) for c in currents] for k in range(count)]
