@@ -165,7 +165,7 @@ def test_every_documented_ros2_line_runs_against_its_graph(page, ros2_clone, ros
                 graphs.append(Graph(command, ros2_clone, env, tmp_path / f"graph{len(graphs)}.log"))
             elif kind == "query":
                 _query(command, ros2_clone, env, graphs)
-            else:
+            else:  # ends by itself: ros2 pkg, ros2 interface, ros2 launch --show-args
                 done = subprocess.run(command.words, cwd=ros2_clone, env=env, capture_output=True,
                                       text=True, timeout=ATTEMPT)
                 assert done.returncode == 0 and done.stdout.strip(), (

@@ -2,7 +2,8 @@
 the docs tests do with each ``ros2`` line.
 
 A ``ros2`` line is one of:
-- ``ends``: a verb that ends by itself (``ros2 pkg``, ``ros2 interface``): run, exit 0;
+- ``ends``: a verb that ends by itself (``ros2 pkg``, ``ros2 interface``, ``ros2 launch
+  --show-args``): run, exit 0 and something printed;
 - ``graph``: ``ros2 launch`` / ``ros2 run``: started in the background; it runs until a later block
   of the page starts another graph, or the page ends (SIGINT to its process group, bounded);
 - ``query``: a verb asking the running graph (``topic echo``, ``service call``, ``action
@@ -49,6 +50,8 @@ class Command:
         if self.hardware:
             return "marked"
         verb = tuple(w for w in self.words[1:3] if not w.startswith("-"))
+        if verb[:1] == ("launch",) and {"--show-args", "-s", "--help", "-h"} & set(self.words):
+            return "ends"
         for kinds, name in ((ENDS, "ends"), (GRAPH, "graph"), (QUERY, "query")):
             if verb[:1] in kinds or verb[:2] in kinds:
                 return name
