@@ -24,7 +24,7 @@ Publishes, on relative topics:
   [N·m] in the model's joint order (the layout's dimension label lists the joints).
 * ``~/thresholds`` (``std_msgs/Float64MultiArray``, latched): the thresholds in use [N·m].
 * ``~/progress`` (``builtin_interfaces/Time``, latched): data time processed, what a lockstep
-  ``mujoco_sim`` waits for.
+  ``mujoco_sim`` waits for (its start handshake: ``lockstep/ready``, :mod:`~sysid_ros.nodes.lockstep`).
 
 Bad samples (other joints, missing velocity or effort, time not increasing, NaN) are counted and
 reported in throttled warnings; the node keeps running. A gap longer than ``1/gain`` between
@@ -54,6 +54,7 @@ from sysid_ros.core.online.stream import JointStream
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import joint_message
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
+from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -107,8 +108,9 @@ class CollisionMonitorNode(Node):
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)  # best effort matches any publisher
-        self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                 QoSProfile(depth=1000, reliability=reliability))
+        states = self.create_subscription(JointState, "joint_states", self._on_joint_state,
+                                          QoSProfile(depth=1000, reliability=reliability))
+        self._ready = ReadySignal(self, serves=self._progress.topic_name, states=states)  # lockstep start
         self._residual_msg = self._array()
         self._thresholds_sent = False
         self._send_thresholds()

@@ -20,7 +20,9 @@ of the stream (the first included) gets the time it was received (node clock), w
 otherwise 0 is the first sample's time. After each batch ``~/progress``
 (``builtin_interfaces/Time``, the data time of the newest sample processed; what a lockstep
 ``mujoco_sim`` waits for) is published; with each estimate ``~/lag`` (``std_msgs/Float64``,
-[s]): node clock minus the estimate's stamp.
+[s]): node clock minus the estimate's stamp. Once the ``joint_states`` subscription has matched, the
+node says so on ``lockstep/ready`` (a lockstep simulator's start handshake,
+:mod:`~sysid_ros.nodes.lockstep`).
 
 Parameters changed at run time apply at once: session options and the model rebuild the session
 (the estimate restarts from its prior, said in the log), rates re-create their timers;
@@ -82,6 +84,7 @@ from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import joint_message, to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.intake import take_pending
+from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
@@ -165,6 +168,8 @@ class EstimatorNode(Node):
         self._precision_pub = self.create_publisher(Precision, "~/precision", LATCHED)
         self._payload_pub = self.create_publisher(Inertia, "~/payload", LATCHED)
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
+        # a lockstep simulator's start handshake
+        self._ready = ReadySignal(self, serves=self._progress.topic_name, states=self._states)
         self._lag = self.create_publisher(Float64, "~/lag", LATCHED)
         self._markers = InertiaMarkerPublisher(self)
         self._last_q: np.ndarray | None = None  # joint positions of the newest sample (markers_frame base)

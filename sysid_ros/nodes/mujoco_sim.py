@@ -16,18 +16,23 @@ it arrives. Two clock modes:
   ``trajectory_publisher``'s ``lead_time``, keep it from waiting) and every topic of
   ``lockstep_wait_for`` (``builtin_interfaces/Time``: the data time a consumer has finished, such
   as ``estimator/progress`` and ``recorder/progress``, relative names) must be within ``lockstep_window`` [s]
-  of ``t``. Stepping starts once the command topic and every progress topic have a publisher and
-  ``joint_states`` has as many subscribers as there are progress topics, plus one for the
-  controller (so nothing published from the first state on is missed). ``real_time_factor`` > 0
+  of ``t``. Stepping starts after the start handshake of :mod:`sysid_ros.nodes.lockstep`: every
+  consumer waited for (the controller on the command topic, the node behind each progress topic)
+  has said on the latched ``lockstep/ready`` that its own ``joint_states`` subscription (and the
+  controller's command publisher) has matched, and this node's subscriptions on those topics and
+  its ``joint_states`` publisher have matched every peer the graph shows, those nodes among them.
+  DDS matches the two sides of a publisher–subscription pair separately and a reliable volatile
+  subscription misses what was published before both had: so the one first state and the first
+  command reach their consumers on a busy host as on an idle one. ``real_time_factor`` > 0
   still caps the speed. A wait longer than 5 s is logged with what it waits for; a wait longer
   than ``lockstep_timeout`` [s of wall time] once stepping (a consumer that died), or than
   ``start_timeout`` before the first step (one that never started), ends the run: the node says
   what it waited for and exits with status 1 (a launch then stops the graph, and the recorder
   finishes the bag written so far).
 
-The start gate (publishers and subscribers connected) also holds in real-time mode when
-``lockstep_wait_for`` names consumers, so a recorder started beside the simulator gets the run from
-its first state; it too ends the run after ``start_timeout``.
+The start gate (the handshake) also holds in real-time mode when ``lockstep_wait_for`` names
+consumers, so a recorder started beside the simulator gets the run from its first state; it too
+ends the run after ``start_timeout``.
 
 Every parameter takes effect at start-up only and is declared read-only (``ros2 param set`` is
 refused instead of reporting a change that does nothing).
@@ -84,6 +89,7 @@ from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
+from sysid_ros.nodes.lockstep import StartGate
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED, PROGRESS
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -214,6 +220,8 @@ class MujocoSimNode(Node):
             self.progress[topic] = -float("inf")
             self._progress_subs.append(self.create_subscription(
                 Time, topic, self._progress_callback(topic), PROGRESS))
+        self._gate = StartGate(self, self._state_pub, notify=self._wake, awaited=[
+            *self._progress_subs, *([self._command_sub] if self.lockstep_command else [])])
         self._stop = threading.Event()
         self._stalls = 0  # real time: how often the clock was re-based after a stall (see MAX_LAG)
         self._thread = threading.Thread(target=self._run, name="mujoco_sim_stepping", daemon=True)
@@ -326,17 +334,13 @@ class MujocoSimNode(Node):
         return waits
 
     def _unmatched(self) -> list[str]:
-        """Before the first step: the peers that must be connected (see the module docstring)."""
-        waits = []
-        if self.lockstep_command and self._command_sub.get_publisher_count() == 0:
-            waits.append(f"a publisher on {self._command_sub.topic_name}")
-        waits += [f"a publisher on {sub.topic_name}" for sub in self._progress_subs
-                  if sub.get_publisher_count() == 0]
-        wanted = len(self._progress_subs) + (1 if self.lockstep_command else 0)
-        if self._state_pub.get_subscription_count() < wanted:
-            waits.append(f"{wanted} subscribers on {self._state_pub.topic_name} "
-                         f"(has {self._state_pub.get_subscription_count()})")
-        return waits
+        """Before the first step: the start handshake (:mod:`sysid_ros.nodes.lockstep`)."""
+        return self._gate.waits()
+
+    def _wake(self) -> None:
+        """A consumer said it is ready: the start gate looks again."""
+        with self._lock:
+            self._caught_up.notify_all()
 
     def _wait_for_graph(self, blockers: Callable[[], list[str]] | None = None) -> bool:
         """Lockstep (or the start gate, ``blockers``): block until the next step may go; False when

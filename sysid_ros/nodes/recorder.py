@@ -18,7 +18,9 @@ per topic at stop, a WARNING and ``~/stop``'s message if anything was lost.
 ``~/progress`` (``builtin_interfaces/Time``) is the header stamp of the newest ``progress_topic``
 message that is in the bag file (flushed: it survives ``kill -9``, see ``sysid bag recover``),
 published when it advanced by ``progress_period`` of data time and whenever the writer is idle,
-for a lockstep simulator (``mujoco_sim`` ``lockstep_wait_for``).
+for a lockstep simulator (``mujoco_sim`` ``lockstep_wait_for``); once the ``progress_topic``
+subscription has matched its publisher the node says so on ``lockstep/ready`` (the simulator's start
+handshake, :mod:`~sysid_ros.nodes.lockstep`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from sysid_ros.core.data.stream_time import GapTracker
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.output_paths import check_file
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import PROGRESS
 
@@ -163,6 +166,9 @@ class RecorderNode(Node):
         self._discovery = self.create_timer(float(self._get("discovery_period")), self._discover,
                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._discover()
+        # lockstep start: once the progress topic's subscription (declared or discovered) has matched
+        self._ready = ReadySignal(self, serves=self._progress.topic_name,
+                                  states=lambda: self._recorded.get(self._progress_topic))
         self.get_logger().info(f"recording {self._wanted} into {self.bag.path} ({storage})")
 
     def _get(self, name: str):

@@ -17,7 +17,9 @@ waits while the plan is computed), commands are stamped on the grid ``t0 + j/rat
 to ``lead_time`` [s] ahead of the newest joint state (at least up to its stamp, so every state is
 answered), and before a run starts each state is answered by an empty command (nothing changes,
 time may pass). The simulator applies each command at its stamp, so which states this node
-happened to see does not change the motion.
+happened to see does not change the motion. Once its ``joint_states`` subscription and its command
+publisher (``motor_command`` or ``NAME/joint_trajectory``) have matched the simulator, the node says
+so on ``lockstep/ready``: the simulator's start handshake (:mod:`~sysid_ros.nodes.lockstep`).
 Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current pose.
 
 Topics (relative names: remap them, e.g. ``--ros-args -r joint_states:=/arm/joint_states``):
@@ -61,6 +63,7 @@ from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -143,8 +146,8 @@ class TrajectoryPublisherNode(Node):
         # lets the commands lag behind the robot; best effort matches any publisher
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)
-        self.create_subscription(JointState, "joint_states", self._on_state,
-                                 QoSProfile(depth=1, reliability=reliability))
+        states = self.create_subscription(JointState, "joint_states", self._on_state,
+                                          QoSProfile(depth=1, reliability=reliability))
         self.create_service(Trigger, "~/start", self._on_start)
         self._period = 1.0 / float(self._get("rate"))
         self._last_sent = -np.inf
@@ -160,6 +163,9 @@ class TrajectoryPublisherNode(Node):
         self._aborted = False
         if self.interface != "motor_command":
             self._setup_ros2_control()
+        command = self._pub if self.interface == "motor_command" else getattr(self, "_trajectory_pub", None)
+        if command is not None:  # a lockstep simulator's start handshake (not through an action)
+            self._ready = ReadySignal(self, serves=command.topic_name, states=states, command=command)
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "

@@ -18,6 +18,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from support.robots import DEFAULT_ROBOT
 
+from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.processes import NodeProcess
 from sysid_ros.nodes.qos import PROGRESS as PROGRESS_QOS
 
@@ -39,9 +40,11 @@ class _Consumer:
         self.samples: list[tuple[int, tuple, tuple, tuple]] = []
         self.enough = threading.Event()
         self._progress = self.node.create_publisher(Time, PROGRESS, PROGRESS_QOS)
-        self.node.create_subscription(JointState, "/joint_states", self._on_state,
-                                      QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
-                                                 history=HistoryPolicy.KEEP_ALL))
+        states = self.node.create_subscription(JointState, "/joint_states", self._on_state,
+                                               QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                                                          history=HistoryPolicy.KEEP_ALL))
+        # a consumer of one's own takes part in the simulator's start handshake as the nodes do
+        self.ready = ReadySignal(self.node, serves=PROGRESS, states=states)
 
     def _on_state(self, msg: JointState) -> None:
         ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec

@@ -108,13 +108,6 @@ def start(name: str, domain: int, params: dict, tmp_path) -> NodeProcess:
     return NodeProcess(name, config=name, overrides=params, domain_id=domain, log=tmp_path / f"{name}.log")
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open: the lockstep simulator publishes its first joint state once, as soon as it has matched "
-    "its three subscribers; in 2 of 2 runs on 2026-11-27 (load ~1) one of them (the trajectory "
-    "publisher once, the estimator once) never got it, and the graph waited at t = 0.002 s. A "
-    "reliable volatile reader that matches the writer after that sample does not receive it "
-    "(discovery is matched per side); the run needs a start handshake in which each consumer "
-    "says its subscription has matched the simulator"))
 @pytest.mark.timeout(BUDGET + 300)
 def test_payload_identified_until_precision_and_handed_over(ros_domain_id, tmp_path):
     bag = tmp_path / "bag"
