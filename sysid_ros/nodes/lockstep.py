@@ -112,7 +112,7 @@ class ReadySignal:
         if self.ready or self.waits():
             return
         self.ready = True
-        self._node.destroy_timer(self._timer)
+        self._timer.cancel()  # (a timer is not destroyed from its own callback)
         self._pub.publish(KeyValue(key=self._serves, value=self._node.get_fully_qualified_name()))
         command = f" and {self._command.topic_name}'s subscriber" if self._command is not None else ""
         self._node.get_logger().info(f"connected to {self._states().topic_name}'s publisher{command}: "
