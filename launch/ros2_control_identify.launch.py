@@ -3,9 +3,11 @@
     # a UR arm (ur_robot_driver running, scaled_joint_trajectory_controller active), payload on the flange:
     ros2 launch sysid_ros ros2_control_identify.launch.py controller:=scaled_joint_trajectory_controller \\
         target:=wrist_3_link until_precision:=0.02
-    # a Franka arm (franka_ros2, a joint_trajectory_controller loaded), the model from a file:
+    # a Franka arm (franka_ros2, a joint_trajectory_controller loaded), the model from a file; the
+    # controller commands the 7 arm joints, not the URDF's finger joints:
     ros2 launch sysid_ros ros2_control_identify.launch.py controller:=fr3_arm_controller \\
-        model_path:=/path/to/fr3.urdf target:=fr3_link8
+        model_path:=/path/to/fr3.urdf target:=fr3_link8 \\
+        joints:=fr3_joint1,fr3_joint2,fr3_joint3,fr3_joint4,fr3_joint5,fr3_joint6,fr3_joint7
     # no arm at hand: the simulated ros2_control arm of the package stands in
     ros2 launch sysid_ros ros2_control_identify.launch.py use_sim:=true \\
         model_path:=$(ros2 pkg prefix sysid_ros)/share/sysid_ros/config/robots/yam_damiao.xml target:=link_6
@@ -48,6 +50,8 @@ ARGUMENTS = (
     ("controller", "joint_trajectory_controller",
      "the running joint_trajectory_controller (topic <controller>/joint_trajectory)"),
     ("interface", "joint_trajectory", "joint_trajectory (topic) | follow_joint_trajectory (action)"),
+    ("joints", "", "the controller's joints, comma-separated ('' = every joint of the model): only "
+                   "these are excited and named in the trajectories, the others stay at their start pose"),
     ("model_path", "", "MJCF or URDF of the arm ('' = the robot_description topic; with "
                        "use_sim: the package's default robot)"),
     ("robot_description_topic", "/robot_description",
@@ -106,6 +110,7 @@ def _graph(context: LaunchContext) -> list[Node]:
         Node(executable="trajectory_publisher", name="trajectory_publisher",
              parameters=[_config("trajectory_publisher"), model,
                          {"interface": value["interface"], "controller": value["controller"],
+                          "joints": ParameterValue(value["joints"], value_type=str),
                           "lockstep": on["lockstep"], "reliable_input": on["lockstep"],
                           **{k: number[k] for k in ("until_precision", "max_duration", "excitation_time",
                                                     "max_velocity", "max_acceleration")}}],

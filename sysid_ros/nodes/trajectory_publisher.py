@@ -98,6 +98,9 @@ PARAMETERS = (
     ("controller", "joint_trajectory_controller",
      "ros2_control: the controller (topic <controller>/joint_trajectory, action "
      "<controller>/follow_joint_trajectory)"),
+    ("joints", "", "ros2_control: the controller's joints, comma-separated model joint names ('' = every "
+                   "joint of the model); only these are excited and named in the trajectories, the "
+                   "others stay at their start pose"),
     ("waypoint_spacing", 0.02, "ros2_control: time between waypoints [s]"),
     ("chunk_time", 2.0, "ros2_control: waypoints per trajectory message [s]"),
     ("send_ahead", 1.0, "ros2_control: send the next message this long [s] before the arm needs it"),
@@ -157,6 +160,7 @@ class TrajectoryPublisherNode(Node):
             raise SysIdError(f"lead_time must be >= 0 s, got {self.lead_time}")
         self._grid = 0  # lockstep: index of the next command on the grid t0 + j/rate
         self.interface = str(self._get("interface"))
+        self.commanded = self._commanded()  # indices (into self.names) of the controller's joints
         self.stream: WaypointStream | None = None  # ros2_control: the run's waypoints
         self._precision: Precision | None = None  # the estimator's newest
         self._last_state_wall = None  # steady time of the newest joint state (ros2_control watchdog)
@@ -173,6 +177,21 @@ class TrajectoryPublisherNode(Node):
 
     def _get(self, name: str):
         return parameter_value(self, name)
+
+    def _commanded(self) -> list[int]:
+        """Indices of ``joints`` among the model's joints (all when unset); SysIdError naming an
+        unknown joint, or ``joints`` given for ``motor_command`` (every motor is commanded)."""
+        text = str(self._get("joints")).strip()
+        if not text:
+            return list(range(len(self.names)))
+        if self.interface == "motor_command":
+            raise SysIdError("joints applies to the ros2_control interfaces (joint_trajectory, "
+                             "follow_joint_trajectory), not motor_command")
+        wanted = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in self.names]
+        if unknown or len(set(wanted)) != len(wanted):
+            raise SysIdError(f"joints must be distinct joints of the model {list(self.names)}, got {wanted}")
+        return [self.names.index(n) for n in wanted]
 
     def _limits(self) -> Limits:
         vmax = float(self._get("max_velocity"))
@@ -374,7 +393,7 @@ class TrajectoryPublisherNode(Node):
             self._done = True
             if self.lockstep:  # hold at rest for good (no waypoints): a lockstep simulator goes on,
                 # as it does after an MIT run under the rest-pose commands
-                self._publish_trajectory(JointTrajectory(joint_names=list(self.names)))
+                self._publish_trajectory(JointTrajectory(joint_names=self._commanded_names()))
             self._done_pub.publish(Bool(data=True))
             self.get_logger().info(f"excitation done after {self.stream.duration:.1f} s, back at the start "
                                    f"pose ({self.stream.plan.clamps.summary()}); {self._precision_report()}")
@@ -383,8 +402,14 @@ class TrajectoryPublisherNode(Node):
         rest = self._get("rest_position")
         excitation = self.max_duration if self.until_precision > 0 else \
             float(self._get("excitation_time")) or self.trajectory.period
+        trajectory = self.trajectory
+        held = [i for i in range(len(self.names)) if i not in self.commanded]
+        if held:  # joints the controller does not command: constant at their start pose
+            q0, a, b = trajectory.q0.copy(), trajectory.a.copy(), trajectory.b.copy()
+            q0[held], a[held], b[held] = start[held], 0.0, 0.0
+            trajectory = FourierTrajectory(q0, a, b, trajectory.period)
         stream = WaypointStream(
-            self.model, self.trajectory, self.limits, start, excitation_time=excitation,
+            self.model, trajectory, self.limits, start, excitation_time=excitation,
             ramp_time=float(self._get("ramp_time")),
             rest=None if rest is None or len(rest) == 0 else np.asarray(rest, dtype=float),
             spacing=float(self._get("waypoint_spacing")), chunk=float(self._get("chunk_time")),
@@ -392,6 +417,9 @@ class TrajectoryPublisherNode(Node):
         if self.until_precision > 0:
             stream.limit_to(self.max_duration)  # approach + excitation within max_duration
         return stream
+
+    def _commanded_names(self) -> list[str]:
+        return [self.names[i] for i in self.commanded]
 
     def _controller_name(self) -> str:
         if self._action is not None:
@@ -403,12 +431,12 @@ class TrajectoryPublisherNode(Node):
         # a stamp of 0 would mean "start now" to the controller: a run starting at t = 0 says 1 ns
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(max(1, round((self._t0 + chunk.start) * 1e9)),
                                                                 1_000_000_000)
-        msg.joint_names = list(self.names)
-        pts = chunk.points
+        msg.joint_names = self._commanded_names()
+        pts, j = chunk.points, self.commanded
         for k in range(pts.times.size):
-            point = JointTrajectoryPoint(positions=pts.positions[k].tolist(),
-                                         velocities=pts.velocities[k].tolist(),
-                                         accelerations=pts.accelerations[k].tolist())
+            point = JointTrajectoryPoint(positions=pts.positions[k, j].tolist(),
+                                         velocities=pts.velocities[k, j].tolist(),
+                                         accelerations=pts.accelerations[k, j].tolist())
             point.time_from_start.sec, point.time_from_start.nanosec = divmod(round(pts.times[k] * 1e9),
                                                                               1_000_000_000)
             msg.points.append(point)
@@ -469,7 +497,7 @@ class TrajectoryPublisherNode(Node):
     def _abort(self, why: str) -> None:
         self._aborted = True
         msg = JointTrajectory()
-        msg.joint_names = list(self.names)  # no points: joint_trajectory_controller stops and holds
+        msg.joint_names = self._commanded_names()  # no points: joint_trajectory_controller stops and holds
         self._publish_trajectory(msg)
         self.get_logger().error(why)
 

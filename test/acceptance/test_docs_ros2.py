@@ -179,3 +179,26 @@ def test_every_documented_ros2_line_runs_against_its_graph(page, ros2_clone, ros
     for k, n in counts.items():
         RAN[k] += n
     print(f"{page.relative_to(ROOT)}: {counts}; so far {RAN}")
+
+
+def test_the_ros2_control_argument_table_is_what_show_args_says():
+    """docs/ros2_control.md's table of launch arguments (a row may name several, with one default
+    each) lists every argument of ``ros2 launch ... --show-args``, with its default."""
+    import re
+
+    if shutil.which("ros2") is None:
+        pytest.skip("no `ros2` command on PATH (an apt ROS 2 install provides it)")
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    done = subprocess.run(["ros2", "launch", "sysid_ros", "ros2_control_identify.launch.py", "--show-args"],
+                          env=env, capture_output=True, text=True, timeout=ATTEMPT)
+    assert done.returncode == 0, done.stderr
+    argument = r"^    '(\w+)':\n(?:        .*\n)*?        \(default: '(.*)'\)$"
+    shown = dict(re.findall(argument, done.stdout, re.M))
+    table: dict[str, str] = {}
+    for names, defaults in re.findall(r"^\| (`[^|]+) \| (`[^|]+) \|", (ROOT / "docs" / "ros2_control.md")
+                                      .read_text(encoding="utf-8"), re.M):
+        values = [d.strip("`") for d in defaults.split(", ")]
+        table.update(zip((n.strip("`") for n in names.split(", ")), (v.strip("'") for v in values),
+                         strict=True))
+    assert "joints" in shown and len(shown) >= 20, shown
+    assert table == shown
