@@ -73,16 +73,29 @@ class Graph:
             pytest.fail(f"`{self.command}` ended with exit {code}:\n{self.tail()}")
 
     def stop(self) -> int:
-        """SIGINT to the process group, bounded; the exit status."""
+        """SIGINT to the process group, bounded (SIGKILL to what is left of the group after
+        ``STOP`` seconds: no node outlives the test); the exit status."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(timeout=STOP)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
+        deadline = time.monotonic() + STOP
+        try:
+            self.proc.wait(timeout=STOP)
+            while self._group_alive() and time.monotonic() < deadline:
+                time.sleep(0.1)  # the nodes of the group finishing their files (bounded)
+        except subprocess.TimeoutExpired:
+            pass
+        if self._group_alive():
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
         self._out.close()
         return self.proc.returncode
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def _answered(words: list[str], out: str) -> str:
