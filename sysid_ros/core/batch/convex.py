@@ -28,6 +28,7 @@ import scipy.linalg
 import scipy.sparse
 
 from sysid_ros.core import linalg as rla
+from sysid_ros.core.batch import conic
 from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
@@ -381,7 +382,7 @@ def column_scale(a: np.ndarray) -> np.ndarray:
 def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
                           regularizer: str | None = None, weight: float = 0.0,
                           consistent: bool = True, closed_form: bool = True,
-                          precise: bool = False) -> ConvexSolution:
+                          precise: bool = False, direct: bool = True) -> ConvexSolution:
     """min ‖W θ − rhs‖² / ‖rhs‖² + weight·R(θ) + tie-break, subject to consistency.
 
     ``w (m, p)``, ``rhs (m,)``: regression rows (already weighted); ``regularizer`` one of
@@ -402,6 +403,13 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
             solution = interior_optimum(target, r, c, scale, rho, consistent=consistent)
             if solution is not None:
                 return solution
+        if direct and consistent:  # the same program, stated below in cvxpy, in Clarabel's own form
+            root = _pull_root(target, r, scale)
+            solution = direct_solve(target, scale, conic.SquaresObjective(
+                (np.sqrt(rho) * root, np.sqrt(rho) * root @ (target.prior / scale)),
+                norm=(r * scale, c)), precise=precise)
+            if solution is not None:
+                return solution
         prog = ConvexProgram(target, consistent=consistent, scale=scale)
         return prog.solve(cp.norm(r @ prog.theta - c, 2)
                           + rho * (TIE_BREAK * prog.tie_break(r)
@@ -411,6 +419,40 @@ def least_squares_program(target: Target, w: np.ndarray, rhs: np.ndarray, *,
     norms = np.linalg.norm(r, axis=0)
     reg = prog.logdet_divergence(norms) if regularizer == "logdet" else prog.pullback(norms)
     return prog.solve(cp.sum_squares(r @ prog.theta - c) + weight * reg, precise=True)
+
+
+def _pull_root(target: Target, r: np.ndarray, scale: np.ndarray, null: np.ndarray | None = None
+               ) -> np.ndarray:
+    """``L (s, p)`` with ``‖L d‖² = TIE_BREAK·‖Nᵀd‖² + PRIOR_WEIGHT·‖w ⊙ d‖²``: least_squares_program's
+    tie-break and prior pull (:meth:`ConvexProgram.tie_break` of ``r``, :meth:`ConvexProgram.prior_pull`
+    of its column norms) on the scaled step ``d = θ̃ − θ̃₀`` (``null``: the tie-break basis, if
+    already computed)."""
+    null = tie_break_basis(target, scale, r) if null is None else null
+    weights = prior_pull_weights(target, scale, np.linalg.norm(r, axis=0))
+    l_root = np.sqrt(TIE_BREAK) * null.T
+    if weights is not None:
+        l_root = np.vstack([l_root, np.sqrt(PRIOR_WEIGHT) * np.diag(weights)])
+    return l_root
+
+
+def direct_solve(target: Target, scale: np.ndarray, objective: conic.SquaresObjective, *,
+                 precise: bool = False) -> ConvexSolution | None:
+    """``min objective`` over :class:`ConvexProgram`'s consistent set (default margin) by Clarabel
+    on the conic form (:mod:`~sysid_ros.core.batch.conic`), without cvxpy: the ConvexSolution of
+    :meth:`ConvexProgram.solve` with the same objective, or None when Clarabel does not report
+    ``Solved`` (the caller solves the cvxpy statement then, with its fall-backs)."""
+    feasible = conic.feasible_set(target, scale, CONSISTENCY_MARGIN)
+    try:
+        sol = conic.solve_squares(objective, feasible, _PRECISE["CLARABEL"] if precise else None)
+    except (ValueError, TypeError, ArithmeticError, RuntimeError) as exc:
+        sol = f"failed ({exc})"
+    if isinstance(sol, str):
+        log.debug("Clarabel on the program's conic form ended %s; solving it through cvxpy", sol)
+        return None
+    theta = scale * sol.x
+    return ConvexSolution(theta, "optimal", conic.SOLVER, sol.solve_time, sol.objective,
+                          sol.multipliers, near_boundary(target, theta, rel=1e-6),
+                          iterations=None)
 
 
 #: ConvexSolution.solver of an optimum found by linear algebra, strictly inside every constraint
@@ -435,11 +477,7 @@ def interior_optimum(target: Target, r: np.ndarray, c: np.ndarray, scale: np.nda
     start = time.perf_counter()
     a = r * scale
     null = tie_break_basis(target, scale, r)
-    weights = prior_pull_weights(target, scale, np.linalg.norm(r, axis=0))
-    # ‖L d‖² = TIE_BREAK·‖Nᵀd‖² + PRIOR_WEIGHT·‖w ⊙ d‖²
-    l_root = np.sqrt(TIE_BREAK) * null.T
-    if weights is not None:
-        l_root = np.vstack([l_root, np.sqrt(PRIOR_WEIGHT) * np.diag(weights)])
+    l_root = _pull_root(target, r, scale, null)
     candidate = unconstrained_minimiser(a, c, target.prior / scale, rho, l_root, null)
     if candidate is None:
         return None

@@ -27,6 +27,7 @@ import scipy.linalg
 import scipy.sparse
 
 from sysid_ros.core import linalg as rla
+from sysid_ros.core.batch import conic
 from sysid_ros.core.batch.convex import (
     FEASIBILITY_TOLERANCE,
     TIE_BREAK,
@@ -34,11 +35,17 @@ from sysid_ros.core.batch.convex import (
     ConvexSolution,
     column_scale,
     cp,
+    direct_solve,
+    near_boundary,
+    prior_pull_weights,
+    tie_break_basis,
 )
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.target import Target
 
 log = logging.getLogger(__name__)
+#: cvxpy's status texts (without importing it)
+OPTIMAL, OPTIMAL_INACCURATE = "optimal", "optimal_inaccurate"
 
 
 #: weight of the dual-metric program's pull toward the nominal model, relative to its data term's
@@ -51,7 +58,8 @@ DUAL_METRIC_PRIOR = 2.0
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
                         m_known: np.ndarray, *, regularizer: str | None = None,
-                        weight: float = 0.0, metric: str = "estimate") -> ConvexSolution:
+                        weight: float = 0.0, metric: str = "estimate", direct: bool = True
+                        ) -> ConvexSolution:
     """The dual-metric program (eq. 33) on ``K`` samples.
 
     ``y (K, n, p)`` regressor, ``tau (K, n)`` torques minus the known part, ``ym (K, n, n, p)``
@@ -79,7 +87,14 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
     (1/K) Σ_k ‖L_k⁻¹ Y_k e_i‖² and ρ² = its minimum over its value at θ = 0.
     """
     data = _DualMetricData(target, y, tau, ym, m_known)
-    prog = ConvexProgram(target, consistent=True, scale=_standard_scale(target))
+    scale = _standard_scale(target)
+    regularised = regularizer in ("logdet", "pullback") and weight > 0
+    if direct and metric == "estimate" and not regularised:
+        try:  # the same step programs in Clarabel's own form: no cvxpy import nor compilation
+            return _fixed_point(target, data, _DirectSteps(target, scale, data))
+        except _DirectSolveError as exc:
+            log.debug("dual metric: %s; solving its steps through cvxpy", exc)
+    prog = ConvexProgram(target, consistent=True, scale=scale)
     extra = (TIE_BREAK * max(data.data_ls, 1e-16) * prog.tie_break()
              + DUAL_METRIC_PRIOR * data.rho2 * prog.prior_pull(data.column_norms))
     if regularizer == "logdet" and weight > 0:
@@ -87,7 +102,7 @@ def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.n
     elif regularizer == "pullback" and weight > 0:
         extra = extra + weight * prog.pullback()
     if metric == "estimate":
-        return _fixed_point(prog, data, extra)
+        return _fixed_point(target, data, _CvxpySteps(prog, data, extra))
     if metric != "joint":
         raise IdentificationError(f"unknown dual metric {metric!r}; expected 'estimate' or 'joint'")
     try:
@@ -276,31 +291,88 @@ FIXED_POINT_TOL = 1e-8
 FIXED_POINT_MAX_STEPS = 30
 
 
-def _fixed_point(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expression) -> ConvexSolution:
+class _CvxpySteps:
+    """The re-weighting step's program stated in cvxpy, ``‖R β − c‖² + floor + h(θ)`` over the
+    program's constraints (h = ``extra``), all scaled by 1/F: compiled once, its data as cvxpy
+    Parameters."""
+
+    def __init__(self, prog: ConvexProgram, data: _DualMetricData, extra: cp.Expression):
+        rank = data.matrix.shape[0]
+        self.prog, self.extra = prog, extra
+        self.root = cp.Parameter((rank, rank), name="weighted_rows_root")
+        self.centre = cp.Parameter(rank, name="weighted_rows_rhs")
+        self.offset = cp.Parameter(name="weighted_residual_floor")
+        self.inv_scale = cp.Parameter(nonneg=True, name="inverse_objective_scale")
+        self.objective = (cp.sum_squares(self.root @ (data.matrix @ prog.theta) - self.centre)
+                          + self.offset + self.inv_scale * extra)
+
+    def h(self, theta: np.ndarray) -> float:
+        """h(θ) of ``theta (p,)`` (+inf where cvxpy cannot evaluate it)."""
+        self.prog.theta_scaled.value = theta / self.prog.scale
+        value = self.extra.value
+        return float(value) if value is not None else np.inf
+
+    def solve(self, root: np.ndarray, centre: np.ndarray, floor: float, scale: float) -> ConvexSolution:
+        self.root.value, self.centre.value = root / np.sqrt(scale), centre / np.sqrt(scale)
+        self.offset.value, self.inv_scale.value = floor / scale, 1.0 / scale
+        return self.prog.solve(self.objective, solvers=("CLARABEL",))
+
+    def feasible(self, theta: np.ndarray) -> bool:
+        return self.prog.feasible(theta, FEASIBILITY_TOLERANCE)
+
+
+class _DirectSolveError(IdentificationError):
+    """Clarabel did not solve a step's program in its direct form (the cvxpy one is solved)."""
+
+
+class _DirectSteps:
+    """:class:`_CvxpySteps`' program without cvxpy (regulariser none): h(θ) = tie-break + prior
+    pull = ‖L (θ̃ − θ̃₀)‖² (``TIE_BREAK·data_ls·‖Nᵀ·‖²`` along the base map's null space N,
+    ``DUAL_METRIC_PRIOR·ρ²·‖w ⊙ ·‖²``: :meth:`ConvexProgram.tie_break`, :meth:`ConvexProgram.prior_pull`),
+    solved by Clarabel on the conic form (:mod:`~sysid_ros.core.batch.conic`)."""
+
+    def __init__(self, target: Target, scale: np.ndarray, data: _DualMetricData):
+        self.target, self.scale, self.data = target, scale, data
+        null = tie_break_basis(target, scale)
+        weights = prior_pull_weights(target, scale, data.column_norms)
+        root = np.sqrt(TIE_BREAK * max(data.data_ls, 1e-16)) * null.T
+        if weights is not None:
+            root = np.vstack([root, np.sqrt(DUAL_METRIC_PRIOR * data.rho2) * np.diag(weights)])
+        self.pull, self.prior = root, target.prior / scale
+        self.rows = data.matrix * scale  # β = B θ = (B diag(scale)) θ̃
+
+    def h(self, theta: np.ndarray) -> float:
+        d = self.pull @ (theta / self.scale - self.prior)
+        return float(d @ d)
+
+    def solve(self, root: np.ndarray, centre: np.ndarray, floor: float, scale: float) -> ConvexSolution:
+        norm = 1.0 / np.sqrt(scale)
+        objective = conic.SquaresObjective(
+            (np.vstack([norm * root @ self.rows, norm * self.pull]),
+             np.concatenate([norm * centre, norm * self.pull @ self.prior])), offset=floor / scale)
+        solution = direct_solve(self.target, self.scale, objective)
+        if solution is None:
+            raise _DirectSolveError("Clarabel did not solve a re-weighting step's conic form")
+        return solution
+
+    def feasible(self, theta: np.ndarray) -> bool:
+        return True  # direct_solve returns only "optimal" answers
+
+
+def _fixed_point(target: Target, data: _DualMetricData, steps: _CvxpySteps | _DirectSteps
+                 ) -> ConvexSolution:
     """θ* = argmin_θ (1/K) Σ_k ‖L_k*⁻¹(Y_k Bθ − τ_k)‖² + h(θ) over the program's constraints, with
-    M_k(θ*) = L_k* L_k*ᵀ the metric at the estimate itself, h = ``extra``. From the prior, each step
-    freezes the metric at θ_t and solves that convex weighted least squares exactly (one conic
-    program compiled once, its data as cvxpy Parameters: the weighted rows compressed to their
-    triangular factor, scaled by 1/F(θ_t) so that the solver's tolerances are relative), until a
-    step changes the weighted fit by less than :data:`FIXED_POINT_TOL` of it. A metric that is not
-    positive definite at θ_t (an unconstrained start) is replaced by the last one that was.
+    M_k(θ*) = L_k* L_k*ᵀ the metric at the estimate itself, h the regularisers of ``steps``. From
+    the prior, each step freezes the metric at θ_t and solves that convex weighted least squares
+    exactly (``steps``: one program, the weighted rows compressed to their triangular factor,
+    scaled by 1/F(θ_t) so that the solver's tolerances are relative), until a step changes the
+    weighted fit by less than :data:`FIXED_POINT_TOL` of it. A metric that is not positive
+    definite at θ_t (an unconstrained start) is replaced by the last one that was.
     ``iterations`` of the result: the steps; ``status`` "optimal" when converged, else
     "optimal_inaccurate" (:data:`FIXED_POINT_MAX_STEPS` reached, the last step's θ)."""
     start = time.perf_counter()
     rank = data.matrix.shape[0]
-    root_p = cp.Parameter((rank, rank), name="weighted_rows_root")
-    centre_p = cp.Parameter(rank, name="weighted_rows_rhs")
-    offset_p = cp.Parameter(name="weighted_residual_floor")
-    inv_scale = cp.Parameter(nonneg=True, name="inverse_objective_scale")
-    beta = data.matrix @ prog.theta
-    objective = cp.sum_squares(root_p @ beta - centre_p) + offset_p + inv_scale * extra
-
-    def h(theta: np.ndarray) -> float:
-        prog.theta_scaled.value = theta / prog.scale
-        value = extra.value
-        return float(value) if value is not None else np.inf
-
-    theta = prog.target.prior.astype(float)
+    theta = target.prior.astype(float)
     m_prior = data.m_known + data.ymb @ (data.matrix @ theta)
     try:
         chol = np.linalg.cholesky(m_prior)
@@ -314,21 +386,19 @@ def _fixed_point(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expressio
         tri = np.linalg.qr(np.column_stack([rows, rhs]), mode="r")
         root, centre, floor = tri[:rank, :rank], tri[:rank, rank], float(tri[rank, rank] ** 2)
         beta_t = data.matrix @ theta
-        h_t = h(theta)
+        h_t = steps.h(theta)
         fit_t = float(np.sum((root @ beta_t - centre) ** 2)) + floor
         value = fit_t + (h_t if np.isfinite(h_t) else 0.0)
         if sol is not None and value <= NEWTON_EXACT:  # an exact fit: nothing left to resolve
             break
         scale = max(value, 1e-300)
-        root_p.value, centre_p.value = root / np.sqrt(scale), centre / np.sqrt(scale)
-        offset_p.value, inv_scale.value = floor / scale, 1.0 / scale
         try:
-            step = prog.solve(objective, solvers=("CLARABEL",))
+            step = steps.solve(root, centre, floor, scale)
         except IdentificationError:
             if sol is None or value > EXACT_FIT**2:
                 raise
             break  # the step's program, scaled by 1/F, is beyond the solver on a (near) exact fit
-        if step.status != cp.OPTIMAL and not prog.feasible(step.theta, FEASIBILITY_TOLERANCE):
+        if step.status != OPTIMAL and not steps.feasible(step.theta):
             raise IdentificationError(f"a dual-metric step's conic program ended {step.status} "
                                       "outside the consistency constraints")
         sol = replace(step, multipliers={k: v * scale for k, v in step.multipliers.items()})
@@ -347,9 +417,10 @@ def _fixed_point(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expressio
     if not converged:
         log.warning("the dual metric's re-weighting did not settle in %d steps (last change %.2e of "
                     "the fit); the last step's estimate is kept", FIXED_POINT_MAX_STEPS, change)
-    return replace(sol, theta=theta, status=cp.OPTIMAL if converged else cp.OPTIMAL_INACCURATE,
-                   objective=data.value(data.matrix @ theta) + h(theta), iterations=iteration,
-                   solve_time=time.perf_counter() - start, active=prog._active(theta))
+    return replace(sol, theta=theta, status=OPTIMAL if converged else OPTIMAL_INACCURATE,
+                   objective=data.value(data.matrix @ theta) + steps.h(theta), iterations=iteration,
+                   solve_time=time.perf_counter() - start,
+                   active=near_boundary(target, theta, rel=1e-6))
 
 
 def _dual_metric_sdp(prog: ConvexProgram, data: _DualMetricData, extra: cp.Expression
