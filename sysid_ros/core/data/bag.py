@@ -31,14 +31,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from rosbags.rosbag2.errors import ReaderError
-from rosbags.serde import SerdeError
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-from rosbags.typesys.store import Typestore
 
 from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.data import mcap_crc
@@ -49,6 +44,10 @@ from sysid_ros.core.data.stream_time import stream_times
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.resources import find_share_file
+
+if TYPE_CHECKING:  # rosbags is imported where a bag is read or written: ~0.3 s of a CSV command
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys.store import Typestore
 
 JOINT_STATES = "/joint_states"
 MOTOR_COMMAND = "/motor_command"
@@ -64,6 +63,8 @@ Storage = Literal["mcap", "sqlite3"]
 @lru_cache(maxsize=1)
 def typestore() -> Typestore:
     """ROS 2 Kilted message types plus this package's own messages (from ``msg/*.msg``)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
     store = get_typestore(Stores.ROS2_KILTED)
     types = {}
     for name in ("MotorCommand", "ParameterEstimate"):
@@ -136,6 +137,8 @@ def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
     tmp_bag = staging / path.name
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
     store = typestore()
     try:
@@ -198,6 +201,10 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
             raise DataError(f"{path}: not found, but its recording was interrupted; run "
                             f"`sysid bag recover {path}`")
         raise DataError(f"expected a rosbag2 bag directory, got {str(path)!r} (not found)")
+    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2.errors import ReaderError
+    from rosbags.serde import SerdeError
+
     store = typestore()
     mcap_crc.verify_bag(path)
     try:
@@ -426,6 +433,8 @@ class BagRecording:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.partial-", dir=self.path.parent))
         self._tmp = self._staging / self.path.name
+        from rosbags.rosbag2 import StoragePlugin, Writer
+
         plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
         self._writer = Writer(self._tmp, version=9, storage_plugin=plugin)
         self._writer.open()
