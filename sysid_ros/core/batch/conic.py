@@ -74,22 +74,20 @@ class FeasibleSet:
 def feasible_set(target: Target, scale: np.ndarray, margin: float) -> FeasibleSet:
     """:class:`ConvexProgram`'s constraints (``consistent=True``) on ``θ = scale ⊙ θ̃``, in the
     order of its ``labels``' kinds: linear inequalities first, pseudo-inertias last."""
-    from sysid_ros.core.batch.convex import _com_labels, _extent_labels, _mass_labels
-
     p = target.n_params
     linear: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []  # label, idx, C, d: Cθ[idx]+d ≥ 0
     for i in target.nonnegative:
         linear.append((target.names[int(i)], np.array([int(i)]), np.ones((1, 1)), np.zeros(1)))
-    for (i, low, high), (at_low, at_high) in zip(target.mass_bounds, _mass_labels(target), strict=True):
+    for (i, low, high), (at_low, at_high) in zip(target.mass_bounds, mass_labels(target), strict=True):
         linear.append((at_low, np.array([i]), np.ones((1, 1)), np.array([-low])))
         linear.append((at_high, np.array([i]), -np.ones((1, 1)), np.array([high])))
-    for (i, com, radius), (plus, minus) in zip(target.com_bounds, _com_labels(target), strict=True):
+    for (i, com, radius), (plus, minus) in zip(target.com_bounds, com_labels(target), strict=True):
         com = np.broadcast_to(np.asarray(com, dtype=float), (3,))
         idx = np.arange(i, i + 4)
         # h − m·com ≤ m·radius  and  m·com − h ≤ m·radius, per axis
         linear.append((plus, idx, np.column_stack([radius + com, -np.eye(3)]), np.zeros(3)))
         linear.append((minus, idx, np.column_stack([radius - com, np.eye(3)]), np.zeros(3)))
-    for (i, centre, radius), label in zip(target.extent_bounds, _extent_labels(target), strict=True):
+    for (i, centre, radius), label in zip(target.extent_bounds, extent_labels(target), strict=True):
         zero = float(sphere_slack(np.zeros(10), centre, radius))
         row = np.array([float(sphere_slack(np.eye(10)[n], centre, radius)) - zero for n in range(10)])
         linear.append((label, np.arange(i, i + 10), row[None, :], np.array([zero])))
@@ -116,6 +114,27 @@ def feasible_set(target: Target, scale: np.ndarray, margin: float) -> FeasibleSe
     a = scipy.sparse.csc_matrix(np.vstack(blocks_a)) if blocks_a else scipy.sparse.csc_matrix((0, p))
     return FeasibleSet(a, np.concatenate(b) if b else np.zeros(0), n_linear,
                        len(target.body_blocks), tuple(rows))
+
+
+def extent_labels(target: Target) -> list[str]:
+    """Constraint label of each of ``target.extent_bounds``."""
+    return [f"{target.names[i].rsplit('.', 1)[0]} inside r={radius:.3g} m"
+            for i, _c, radius in target.extent_bounds]
+
+
+def mass_labels(target: Target) -> list[list[str]]:
+    """``[lower, upper]`` constraint label of each of ``target.mass_bounds``."""
+    return [[f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
+            for i, low, high in target.mass_bounds]
+
+
+def com_labels(target: Target) -> list[list[str]]:
+    """``[+, −]`` constraint label of each of ``target.com_bounds``."""
+    out = []
+    for i, _com, radius in target.com_bounds:
+        body = target.names[i].rsplit(".", 1)[0]
+        out.append([f"{body}.com within {radius:g} m (+)", f"{body}.com within {radius:g} m (-)"])
+    return out
 
 
 def _unsvec(v: np.ndarray) -> np.ndarray:

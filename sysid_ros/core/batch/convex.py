@@ -29,6 +29,9 @@ import scipy.sparse
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.batch import conic
+from sysid_ros.core.batch.conic import com_labels as _com_labels
+from sysid_ros.core.batch.conic import extent_labels as _extent_labels
+from sysid_ros.core.batch.conic import mass_labels as _mass_labels
 from sysid_ros.core.batch.least_squares import RANK_TOLERANCE
 from sysid_ros.core.errors import IdentificationError
 from sysid_ros.core.model.consistency import PSEUDO_INERTIA_BASIS, pseudo_inertia
@@ -322,27 +325,6 @@ def prior_pull_weights(target: Target, scale: np.ndarray, column_norms: np.ndarr
     # enough for the solver to place them reproducibly
     c = np.maximum(c, 1e-2 * max(float(c.max(initial=0.0)), 1e-300))
     return c * scale
-
-
-def _extent_labels(target: Target) -> list[str]:
-    """Constraint label of each of ``target.extent_bounds``."""
-    return [f"{target.names[i].rsplit('.', 1)[0]} inside r={radius:.3g} m"
-            for i, _c, radius in target.extent_bounds]
-
-
-def _mass_labels(target: Target) -> list[list[str]]:
-    """``[lower, upper]`` constraint label of each of ``target.mass_bounds``."""
-    return [[f"{target.names[i]} >= {low:.4g}", f"{target.names[i]} <= {high:.4g}"]
-            for i, low, high in target.mass_bounds]
-
-
-def _com_labels(target: Target) -> list[list[str]]:
-    """``[+, −]`` constraint label of each of ``target.com_bounds``."""
-    out = []
-    for i, _com, radius in target.com_bounds:
-        body = target.names[i].rsplit(".", 1)[0]
-        out.append([f"{body}.com within {radius:g} m (+)", f"{body}.com within {radius:g} m (-)"])
-    return out
 
 
 _PRECISE = {"CLARABEL": {"tol_gap_abs": 1e-13, "tol_gap_rel": 1e-11, "tol_feas": 1e-11,
