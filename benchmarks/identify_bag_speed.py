@@ -10,10 +10,10 @@ counted). Every run is a fresh process (interpreter start included), median of `
   the same with ``OPENBLAS_NUM_THREADS=1`` (on a machine loaded beyond its cores, BLAS threads
   spin waiting for each other; ``sysid identify`` now limits BLAS to one thread itself, see
   ``sysid_ros/core/blas.py``, so the two should agree);
-* the breakdown: the same command in a process that times its stages by wrapping the CLI's own
-  functions (import of ``sysid_ros.cli``; bag read; model set-up; prepare; solve; evaluate and
-  write; the rest is interpreter start, argument parsing and exit), with BLAS as configured and on
-  one thread.
+* the breakdown: the same command in a process that times its stages by wrapping the
+  application layer's calls (``sysid_ros.app.identify``: import of ``sysid_ros.cli``; bag read;
+  model set-up; prepare; solve; evaluate and write; the rest is interpreter start, argument
+  parsing and exit), with BLAS as configured and on one thread.
 
 Target (issue 16): the bag command under 2 s; its bag read was 10.8 s on a loaded machine.
 """
@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 #: OpenBLAS on one thread: on a machine busier than its cores, BLAS threads wait for each other
@@ -56,13 +55,15 @@ def _child(argv: list[str]) -> int:
 
         return wrapper
 
-    cli.read_data = timed("bag read", cli.read_data)
-    cli.RobotModel = SimpleNamespace(from_mjcf=timed("model set-up", cli.RobotModel.from_mjcf))
-    cli.batch_target = timed("model set-up", cli.batch_target)
-    cli.prepare = timed("prepare", cli.prepare)
-    cli.run_method = timed("solve", cli.run_method)
-    cli.evaluate = timed("evaluate + write", cli.evaluate)
-    cli.write_outputs = timed("evaluate + write", cli.write_outputs)
+    import sysid_ros.app.identify as app  # the stages are the application layer's calls
+
+    app.read_data = timed("bag read", app.read_data)
+    app.RobotModel.load = staticmethod(timed("model set-up", app.RobotModel.load))
+    app.batch_target = timed("model set-up", app.batch_target)
+    app.prepare = timed("prepare", app.prepare)
+    app.run_method = timed("solve", app.run_method)
+    app.evaluate = timed("evaluate + write", app.evaluate)
+    app.write_outputs = timed("evaluate + write", app.write_outputs)
     with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
