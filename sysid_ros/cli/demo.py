@@ -22,7 +22,8 @@ def _demo(args: argparse.Namespace) -> int:
     run_demo(DemoOptions(model=args.model or "", payload=args.payload or DEFAULT_PAYLOAD,
                          excitation_time=args.duration, real_time_factor=args.real_time_factor,
                          lockstep=not args.realtime,
-                         methods=methods, out=Path(args.out), seed=args.seed, domain_id=args.domain_id))
+                         methods=methods, out=Path(args.out), seed=args.seed, domain_id=args.domain_id,
+                         domain_probe=args.domain_probe))
     return 0
 
 
@@ -43,6 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (excitation, noise)")
     p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (0-101) of the demo's graph (default: "
                    "$ROS_DOMAIN_ID, else a private one)")
+    p.add_argument("--domain-probe", type=float, default=2.0,
+                   help="how long to listen for other nodes in a domain before taking it [s]; a domain "
+                   "with nodes is refused (given) or skipped (automatic); longer on a busy host")
     p.add_argument("--out", default="out/demo", help="output folder")
     p.set_defaults(func=_demo)
 

@@ -71,6 +71,9 @@ class DemoOptions:
     out: Path = Path("out/demo")
     seed: int = 0
     domain_id: int | None = None
+    #: [s] how long to listen for other nodes in a domain before taking it (discovery is slower on
+    #: a busy host)
+    domain_probe: float = 2.0
     log: object = field(default=sys.stderr)
 
     def __post_init__(self) -> None:
@@ -89,6 +92,8 @@ class DemoOptions:
         if self.domain_id is not None and not 0 <= int(self.domain_id) <= 101:
             raise SysIdError(f"--domain-id must be in 0-101 (the range whose ports every DDS implementation "
                              f"supports), got {self.domain_id}")
+        if not (math.isfinite(self.domain_probe) and self.domain_probe > 0):
+            raise SysIdError(f"--domain-probe must be a finite number > 0 s, got {self.domain_probe}")
         if not self.methods:
             raise SysIdError("no batch method given (e.g. --methods dual_metric,pc_iv)")
 
@@ -255,7 +260,7 @@ def _domain_id(opts: DemoOptions) -> int:
         if not 0 <= chosen <= 101:
             raise SysIdError(f"ROS domain id must be in 0-101 (the range whose ports every DDS "
                              f"implementation supports), got {chosen}")
-        others = _nodes_in_domain(chosen)
+        others = _nodes_in_domain(chosen, opts.domain_probe)
         if others:
             source = "--domain-id" if opts.domain_id is not None else "ROS_DOMAIN_ID"
             raise SysIdError(f"ROS domain {chosen} ({source}) is in use on this machine by nodes "
@@ -266,18 +271,13 @@ def _domain_id(opts: DemoOptions) -> int:
     first = 1 + os.getpid() % 101
     for k in range(101):
         candidate = 1 + (first - 1 + k) % 101
-        if not _nodes_in_domain(candidate):
+        if not _nodes_in_domain(candidate, opts.domain_probe):
             return candidate
     raise SysIdError("every ROS domain 1-101 is in use on this machine; give one with --domain-id N")
 
 
-#: [s] how long the demo listens for other nodes in a domain before taking it
-DOMAIN_PROBE_TIME = 2.0
-
-
-def _nodes_in_domain(domain: int) -> list[str]:
-    """Names of the (visible) nodes discovered in ``domain`` on this machine within
-    :data:`DOMAIN_PROBE_TIME`."""
+def _nodes_in_domain(domain: int, probe_time: float) -> list[str]:
+    """Names of the (visible) nodes discovered in ``domain`` on this machine within ``probe_time`` [s]."""
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
@@ -286,7 +286,7 @@ def _nodes_in_domain(domain: int) -> list[str]:
     try:
         probe = rclpy.create_node("sysid_demo_domain_probe", context=context)
         try:
-            deadline = time.monotonic() + DOMAIN_PROBE_TIME
+            deadline = time.monotonic() + probe_time
             while True:
                 names = sorted({n for n, _ in probe.get_node_names_and_namespaces()
                                 if n != probe.get_name() and not n.startswith("_")})

@@ -159,49 +159,15 @@ def _resampled(ds: Dataset, a: int, b: int, period: float):
     if len(t) < 4:  # too short to interpolate: left as is (the segment rules drop it anyway)
         return t, ds.q[a:b], ds.dq[a:b], ds.tau[a:b]
     grid = t[0] + period * np.arange(int(np.floor((t[-1] - t[0]) / period + 1e-9)) + 1)
-    q = cubic_spline(t, ds.q[a:b], grid)
+    # SciPy's spline, imported here: its import (with scipy.optimize, ~0.8 s of CPU) is paid only by
+    # logs that need resampling
+    from scipy.interpolate import CubicSpline
+
+    q = CubicSpline(t, ds.q[a:b], axis=0)(grid)
     dq_in = ds.dq[a:b]
     dq = np.full_like(q, np.nan)  # per joint: a column that is not finite throughout stays NaN
     measured = np.all(np.isfinite(dq_in), axis=0)
     if measured.any():
-        dq[:, measured] = cubic_spline(t, dq_in[:, measured], grid)
+        dq[:, measured] = CubicSpline(t, dq_in[:, measured], axis=0)(grid)
     tau = np.column_stack([np.interp(grid, t, ds.tau[a:b, j]) for j in range(ds.tau.shape[1])])
     return grid, q, dq, tau
-
-
-def cubic_spline(t: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """The not-a-knot cubic spline through ``(t (n,), y (n, m))`` (n ≥ 4, ``t`` increasing)
-    evaluated at ``grid (g,)`` inside ``[t[0], t[-1]]``: ``(g, m)``. The spline of
-    ``scipy.interpolate.CubicSpline(t, y, axis=0)`` (its default end condition; the knots'
-    slopes s from the tridiagonal system with the not-a-knot first and last rows, each interval's
-    cubic Hermite polynomial), here because importing ``scipy.interpolate`` loads
-    ``scipy.optimize`` (~0.8 s of CPU, a third of ``sysid identify`` on a jittered log)."""
-    import scipy.linalg
-
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = len(t)
-    if n < 4:
-        raise DataError(f"a cubic spline needs at least 4 samples, got {n}")
-    dx = np.diff(t)
-    dxr = dx[:, None]
-    slope = np.diff(y, axis=0) / dxr
-    band = np.zeros((3, n))
-    band[1, 1:-1] = 2.0 * (dx[:-1] + dx[1:])  # diagonal
-    band[0, 2:] = dx[:-1]  # upper diagonal
-    band[-1, :-2] = dx[1:]  # lower diagonal
-    rhs = np.empty((n, y.shape[1]))
-    rhs[1:-1] = 3.0 * (dxr[1:] * slope[:-1] + dxr[:-1] * slope[1:])
-    d = t[2] - t[0]  # not-a-knot at the start: the third derivative continuous at t[1]
-    band[1, 0], band[0, 1] = dx[1], d
-    rhs[0] = ((dx[0] + 2.0 * d) * dx[1] * slope[0] + dx[0] ** 2 * slope[1]) / d
-    d = t[-1] - t[-3]  # ... and at t[-2]
-    band[1, -1], band[-1, -2] = dx[-2], d
-    rhs[-1] = (dx[-1] ** 2 * slope[-2] + (2.0 * d + dx[-1]) * dx[-2] * slope[-1]) / d
-    s = scipy.linalg.solve_banded((1, 1), band, rhs, overwrite_ab=True, overwrite_b=True,
-                                  check_finite=False)
-    cubic = (s[:-1] + s[1:] - 2.0 * slope) / dxr
-    i = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, n - 2)
-    h = (grid - t[i])[:, None]
-    c3, c2, c1 = cubic[i] / dxr[i], (slope[i] - s[:-1][i]) / dxr[i] - cubic[i], s[:-1][i]
-    return y[:-1][i] + h * (c1 + h * (c2 + h * c3))

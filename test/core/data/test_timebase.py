@@ -137,19 +137,3 @@ def test_the_automatic_bridge_limit_follows_the_rate():
     _, fixed = regularise(ds, max_bridge=0.005)
     assert fixed.bridged == () and fixed.gaps == 3
 
-
-@pytest.mark.parametrize("n", [4, 5, 40, 1000])
-def test_cubic_spline_is_scipys_not_a_knot_spline(n):
-    """The resampler's own spline (no scipy.interpolate import on the CLI path) against SciPy's
-    CubicSpline with its default (not-a-knot) ends, on jittered stamps and grid points at, between
-    and on the ends of the knots."""
-    from scipy.interpolate import CubicSpline
-
-    from sysid_ros.core.data.timebase import cubic_spline
-
-    rng = np.random.default_rng(n)
-    t = np.cumsum(rng.uniform(0.7e-3, 1.3e-3, n))
-    y = np.column_stack([np.sin(40 * t), rng.normal(size=n), np.cos(7 * t) * 1e3])
-    grid = np.concatenate([np.linspace(t[0], t[-1], 3 * n), t])
-    np.testing.assert_allclose(cubic_spline(t, y, grid), CubicSpline(t, y, axis=0)(grid),
-                               rtol=1e-12, atol=1e-12 * np.abs(y).max())

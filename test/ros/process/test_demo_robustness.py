@@ -28,6 +28,7 @@ def _demo(*args: str, env: dict | None = None) -> subprocess.Popen:
     ("--real-time-factor", "-1", "the real-time factor must be a finite number >= 0 (0: as fast as the "
                                  "graph goes), got -1.0"),
     ("--domain-id", "500", "--domain-id must be in 0-101"),
+    ("--domain-probe", "0", "--domain-probe must be a finite number > 0 s, got 0.0"),
 ])
 def test_invalid_numbers_are_refused_before_any_node_starts(tmp_path, option, value, message):
     out = tmp_path / "demo"
@@ -112,7 +113,9 @@ def test_a_domain_in_use_is_refused_with_the_nodes_found(tmp_path, ros_domain_id
     try:
         out = tmp_path / "demo"
         env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        proc = _demo("--domain-id", str(ros_domain_id), "--duration", "2", "--out", str(out), env=env)
+        # a probe long enough for discovery on a loaded host: this checks the refusal, not how fast it is
+        proc = _demo("--domain-id", str(ros_domain_id), "--domain-probe", "30", "--duration", "2",
+                     "--out", str(out), env=env)
         _, stderr = proc.communicate(timeout=240)
     finally:
         intruder.destroy_node()
