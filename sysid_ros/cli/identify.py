@@ -118,7 +118,7 @@ def _add_online_options(parser: argparse.ArgumentParser) -> None:
     metavar = {"alpha": "A", "forgetting": "LAMBDA", "torque_noise": "NM", "weight_memory": "S",
                "cutoff": "HZ", "sample_rate": "HZ", "gap_periods": "N", "window": "S", "min_speed": "RAD_S",
                "drift": "PER_SQRT_S", "position_noise": "RAD", "velocity_noise": "RAD_S", "horizon": "S",
-               "solve_rate": "HZ"}
+               "solve_rate": "HZ", "update_rate": "HZ"}
     for name in ONLINE_OPTIONS:  # method and stationary_cut: shared with the batch methods
         default = getattr(defaults, name)
         flag = "--" + name.replace("_", "-")

@@ -140,6 +140,8 @@ class EstimatorNode(Node):
     #: [s] a callback (planning, a backlog batch) still running this long after a stop request is
     #: left unfinished: nothing of this node's needs finishing, and launch escalates after 5 s
     STOP_GRACE = 1.0
+    #: [s of data at the nominal rate] most samples one processing step takes from a backlog
+    CHUNK = 0.5
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
@@ -361,15 +363,19 @@ class EstimatorNode(Node):
     def _process(self, final: bool = False) -> None:
         """Hand the queue to the session; then publish how far the data has been processed (a
         held first message stamped 0 counts as processed at 0: a lockstep simulator waits for it).
-        ``final``: the stream has ended (a held message is a sample at t = 0)."""
+        ``final``: the stream has ended (a held message is a sample at t = 0). Behind, at most
+        :attr:`CHUNK` [s] of data per call: the estimate and progress go on being published
+        while a backlog is worked off (the timers share one callback group)."""
         if not final:
             self._enqueue(take_pending(self._states, self._max_queue))  # what arrived meanwhile
         backlog = len(self._queue)
         if backlog == 0 and not (final and self._stream.stamps.holding):
             return
         if backlog > 5 * self.options.sample_rate / float(self._get("process_rate")):
-            self.get_logger().warning(f"behind by {backlog} samples: processing them in one batch",
+            self.get_logger().warning(f"behind by {backlog} samples: processing them in batches",
                                       throttle_duration_sec=2.0)
+        if not final:
+            backlog = min(backlog, max(int(self.CHUNK * self.options.sample_rate), 1))
         messages = [joint_message(*self._queue.popleft()) for _ in range(backlog)]
         with self._lock:
             batch = self._stream.batch(messages, final=final)

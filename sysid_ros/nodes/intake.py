@@ -15,9 +15,10 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 __all__ = ["take_pending"]
 
 
-def take_pending(subscription, limit: int) -> list:
+def take_pending(subscription, limit: int, *, info: bool = False) -> list:
     """Up to ``limit`` messages ``subscription`` holds now, oldest first (empty when none, or
-    when this rclpy lacks the call: the executor then delivers them one by one, as before)."""
+    when this rclpy lacks the call: the executor then delivers them one by one, as before);
+    ``info``: ``(message, MessageInfo)`` pairs, as a two-argument callback gets them."""
     taken: list = []
     try:
         with subscription.handle:
@@ -25,7 +26,7 @@ def take_pending(subscription, limit: int) -> list:
                 got = subscription.handle.take_message(subscription.msg_type, subscription.raw)
                 if got is None:
                     break
-                taken.append(got[0])
+                taken.append(tuple(got) if info else got[0])
     except (AttributeError, TypeError):  # another rclpy: the executor's own path still works
         pass
     except _rclpy.InvalidHandle:  # destroyed meanwhile (shutting down): nothing more to take

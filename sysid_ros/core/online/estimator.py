@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -87,6 +88,11 @@ class OnlineEstimator(EstimateRecord):
     ``weight`` (:class:`~sysid_ros.core.online.row_weights.ResidualWeights`).
     ``estimator="mhe"``: :class:`~sysid_ros.core.online.mhe.MovingHorizon` over ``horizon`` [s]
     of rows, solved ``solve_rate`` times per second of data, parameters drifting by ``drift``.
+    ``update_rate`` [Hz of data time] (RLS log-det-div): every row is folded into the information
+    at once, the estimate is re-solved (Newton) at the first sample of each ``1/update_rate``
+    interval of data time (0: at every sample); what a node at 500 Hz needs when the per-sample
+    solve outruns its share of a busy host. The intervals are of data time, so the estimates do
+    not depend on how the stream is cut into batches.
     """
 
     def __init__(self, target: Target, *, regression: Regression = "force",
@@ -97,8 +103,10 @@ class OnlineEstimator(EstimateRecord):
                  truth: np.ndarray | None = None, min_speed: float = 0.0,
                  weighting: Weighting = "fixed", weight_memory: float = 1.0,
                  sample_rate: float = 500.0, horizon: float = 2.0, solve_rate: float = 10.0,
-                 drift: float = 0.1) -> None:
+                 drift: float = 0.1, update_rate: float = 0.0) -> None:
         self.target = target
+        self._solve_period = 1.0 / update_rate if update_rate > 0 else 0.0  # [s of data]
+        self._solved_interval: int | None = None  # index of the data-time interval last solved in
         self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
         if regression == "force":
             self.rows = ForceRows(target, min_speed=min_speed)
@@ -177,8 +185,13 @@ class OnlineEstimator(EstimateRecord):
         a, y = rows
         residual = y - a @ self.core.theta
         fed = (a, y) if self.row_weights is None else self.row_weights.whiten(a, y, self.core.theta)
+        extra = {"t": float(t)} if getattr(self.core, "timed", False) else {}
+        if self._solve_period > 0 and isinstance(self.core, RLSLogDet):
+            interval = math.floor(float(t) / self._solve_period)
+            extra["solve"] = interval != self._solved_interval
+            self._solved_interval = interval
         try:
-            self.core.update(*fed, **({"t": float(t)} if getattr(self.core, "timed", False) else {}))
+            self.core.update(*fed, **extra)
         except (SysIdError, np.linalg.LinAlgError) as exc:
             return self._reject(t, exc)
         if self.row_weights is not None:

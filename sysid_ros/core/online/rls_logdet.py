@@ -222,8 +222,11 @@ class RLSLogDet:
         return 1.0 if worst <= 0 else min(1.0, self.fraction / worst)
 
     # ------------------------------------------------------------------------------- update
-    def update(self, a: np.ndarray, y: np.ndarray) -> LogDetStep:
-        """Fold in rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser."""
+    def update(self, a: np.ndarray, y: np.ndarray, *, solve: bool = True) -> LogDetStep | None:
+        """Fold in rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser; ``solve=False``:
+        only fold them in (Ω, b, the sample count; θ stays until the next solve, which minimises
+        the objective of every row folded: the minimiser does not depend on how often it is
+        sought). Returns the step's diagnostics (None without a solve)."""
         a = np.asarray(a, dtype=float)
         y = np.asarray(y, dtype=float)
         if a.ndim == 1:
@@ -240,6 +243,8 @@ class RLSLogDet:
         self.omega += aw @ a
         self.b += aw @ y
         self.samples += 1
+        if not solve:
+            return None
         chol = self._theta_chol
         if chol is None:  # cannot happen after a successful update; be safe after a reset
             raise SysIdError("the current estimate left the physically consistent set")

@@ -73,6 +73,8 @@ OPTION_HELP: dict[str, str] = {
     "velocity_noise": "ekf: velocity measurement noise σ_q̇ [rad/s]",
     "horizon": "mhe: length of the sliding window [s] (2-5 typical)",
     "solve_rate": "mhe: window solves per second of data [Hz]",
+    "update_rate": "rls_logdet, momentum: estimate re-solved this many times per second of data [Hz] "
+                   "(every row still folded in at once; 0: at every sample)",
 }
 
 
@@ -102,6 +104,8 @@ class OnlineOptions:
     at ``solve_rate`` [Hz] of data time): the parameters drift by ``drift`` [1/√s] relative to
     their scale (:mod:`~sysid_ros.core.online.drift`); ``torque_noise`` is σ_τ for both. The EKF
     takes every sample (``stationary_cut`` and ``min_speed`` do not apply: it has no rows).
+    ``update_rate`` [Hz] (``rls_logdet``, ``momentum``): every row is folded in at once, the
+    estimate re-solved once per ``1/update_rate`` of data time (0: at every sample).
     Invalid values raise :class:`DataError`.
     """
 
@@ -123,6 +127,7 @@ class OnlineOptions:
     velocity_noise: float = 0.01
     horizon: float = 2.0
     solve_rate: float = 10.0
+    update_rate: float = 0.0
     history: bool = False
 
     def __post_init__(self) -> None:
@@ -138,6 +143,8 @@ class OnlineOptions:
                 raise DataError(f"{name} must be > 0, got {getattr(self, name)}")
         if not self.gap_periods > 1.0:
             raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
+        if not (self.update_rate >= 0 and math.isfinite(self.update_rate)):
+            raise DataError(f"update_rate must be a finite number >= 0 Hz, got {self.update_rate}")
         if not (self.drift >= 0 and math.isfinite(self.drift)):
             raise DataError(f"drift must be a finite number >= 0, got {self.drift}")
         if self.momentum_scheme not in DISCRETISATIONS:
@@ -549,8 +556,10 @@ def _make_estimator(target: Target, options: OnlineOptions) -> OnlineEstimator:
         weight = momentum_row_weight(sigma, options.window)
         return OnlineEstimator(target, regression="momentum", estimator="rls_logdet",
                                alpha=options.alpha, weight=weight, forgetting=options.forgetting,
-                               window=options.window, momentum_scheme=options.momentum_scheme, **adaptive)
+                               window=options.window, momentum_scheme=options.momentum_scheme,
+                               update_rate=options.update_rate, **adaptive)
     return OnlineEstimator(target, regression="force", estimator=options.estimator,
                            alpha=options.alpha, weight=1.0 / sigma**2, forgetting=options.forgetting,
                            min_speed=options.min_speed, horizon=options.horizon,
-                           solve_rate=options.solve_rate, drift=options.drift, **adaptive)
+                           solve_rate=options.solve_rate, drift=options.drift,
+                           update_rate=options.update_rate, **adaptive)
