@@ -253,7 +253,17 @@ def test_losses_of_a_best_effort_flood_are_counted_and_reported(tmp_path, graph,
     try:
         rec.wait("recording /joint_states (sensor_msgs/msg/JointState)")
         g.wait_for_recorder()
-        g.stream(0.0, 30_000)  # as fast as Python publishes
+        # as fast as Python publishes, the recorder stopped (SIGSTOP) for the middle 20,000: it
+        # takes a burst per executor wake-up and can keep up with one Python publisher otherwise
+        flood = threading.Thread(target=g.stream, args=(0.0, 30_000))
+        flood.start()
+        try:
+            wait_until(lambda: g.sent >= 5_000, 60, "the flood's first 5,000")
+            rec.proc.send_signal(signal.SIGSTOP)
+            wait_until(lambda: g.sent >= 25_000, 120, "the flood's next 20,000")
+        finally:
+            rec.proc.send_signal(signal.SIGCONT)
+            flood.join(120)
         answer = g.stop_recorder()  # the bag is finished; the node runs on until Ctrl-C
         rec.proc.send_signal(signal.SIGINT)
         text = rec.finish(timeout=60)
