@@ -326,18 +326,22 @@ class EstimatorNode(Node):
         key = "gaps" if event.reason == "gap" else f"rejected_{event.reason}"
         self._warn(key, _TEXT[event.reason](event))
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState, info) -> None:
         """Only queue, with the receive time: conversion runs in the batch step (rclpy callbacks
         are costly); every further message the subscription holds is queued now too (one
         executor wake-up for a burst, not one each)."""
-        self._enqueue([msg, *take_pending(self._states, self._max_queue)])
+        self._enqueue([(msg, info), *take_pending(self._states, self._max_queue, info=True)])
 
-    def _enqueue(self, messages: list) -> None:
-        """Queue ``messages`` (received now); beyond ``max_queue`` the oldest are dropped, counted."""
-        if not messages:
+    def _enqueue(self, taken: list) -> None:
+        """Queue ``(message, MessageInfo)`` pairs, each timed on the node clock when DDS received
+        it (a burst taken at once keeps its messages' own receive times: an unstamped driver is
+        timed by them); beyond ``max_queue`` the oldest are dropped, counted."""
+        if not taken:
             return
-        now = self.get_clock().now().nanoseconds
-        self._queue.extend((m, now) for m in messages)
+        now, wall = self.get_clock().now().nanoseconds, time.time_ns()
+        for msg, info in taken:
+            age = wall - int(info["received_timestamp"]) if info is not None else 0
+            self._queue.append((msg, now - age if 0 <= age < 60_000_000_000 else now))  # (rmw: system clock)
         excess = len(self._queue) - self._max_queue
         if excess > 0:
             for _ in range(excess):
@@ -367,7 +371,7 @@ class EstimatorNode(Node):
         :attr:`CHUNK` [s] of data per call: the estimate and progress go on being published
         while a backlog is worked off (the timers share one callback group)."""
         if not final:
-            self._enqueue(take_pending(self._states, self._max_queue))  # what arrived meanwhile
+            self._enqueue(take_pending(self._states, self._max_queue, info=True))  # arrived meanwhile
         backlog = len(self._queue)
         if backlog == 0 and not (final and self._stream.stamps.holding):
             return
