@@ -16,6 +16,15 @@ with ``r_0 = 0``. ``K h`` must be at most 1 for the usual interval; a gap longer
 hides a contact already present at that moment. ``p`` and ``β`` are linear in the model's parameters
 θ (:func:`~sysid_ros.core.model.regressor.momentum_regressors`: armature in ``M``, the joint terms
 ``Fc·sign(q̇) + Fv·q̇ + Fo`` in ``τ_f``), so the identified θ, friction included, is the model.
+
+Coulomb friction at rest: ``Fc·sign(q̇)`` is set-valued at ``q̇ = 0`` — a joint at rest carries
+whatever static friction in ``[−Fc, Fc]`` balances it (in MuJoCo's soft friction loss, and in a
+motor-held arm, about 0) — while a measured velocity at rest is a creep of 1e-10 rad/s or sensor noise
+whose sign flips at random. Taken literally, the model then puts ±Fc in the residual of an arm
+holding still: a false contact on every joint once the thresholds were learnt in motion or on a
+quiet window. The observer therefore uses ``Fc·sat(q̇ / REST_VELOCITY)`` (linear below
+:data:`REST_VELOCITY`, ``Fc·sign(q̇)`` above), the model's friction away from rest and no
+Coulomb torque at rest. (Stribeck ``Fs`` terms keep their sign function.)
 Units: SI (rad, rad/s, N·m, s); joint vectors in the model's dof order.
 """
 
@@ -33,11 +42,14 @@ from sysid_ros.core.model.robot import RobotModel
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GAIN", "MomentumObserver", "MomentumTerms", "momentum_terms", "observer_residuals",
-           "residuals_of"]
+__all__ = ["DEFAULT_GAIN", "REST_VELOCITY", "MomentumObserver", "MomentumTerms", "momentum_terms",
+           "observer_residuals", "residuals_of"]
 
 #: observer gain K [1/s]: a 10 ms time constant, 86 % of a step contact torque within 20 ms
 DEFAULT_GAIN = 100.0
+#: [rad/s] below this joint speed the observer's Coulomb term is linear, ``Fc·q̇/REST_VELOCITY``
+#: (at rest ``sign(q̇)`` is the sign of creep or noise; see the module docstring)
+REST_VELOCITY = 1e-3
 #: samples per regressor evaluation in batch (bounds the memory of the (N, nv, p) regressors)
 CHUNK = 2000
 
@@ -53,7 +65,8 @@ class MomentumTerms(NamedTuple):
 def momentum_terms(model: RobotModel, theta: np.ndarray, q: np.ndarray, dq: np.ndarray) -> MomentumTerms:
     """:class:`MomentumTerms` of the model with parameters ``theta (p,)`` at ``q (N, nq)``,
     ``dq (N, nv)`` (evaluated :data:`CHUNK` samples at a time). ``theta (m, p)``: the terms of
-    ``m`` parameter vectors at once, each ``(m, N, nv)`` (the regressors are computed once)."""
+    ``m`` parameter vectors at once, each ``(m, N, nv)`` (the regressors are computed once).
+    Coulomb friction as ``Fc·sat(q̇ / REST_VELOCITY)`` (see the module docstring)."""
     theta = np.asarray(theta, dtype=float)
     thetas = np.stack([model.check_theta(th) for th in np.atleast_2d(theta)])  # (m, p)
     q, dq = np.atleast_2d(np.asarray(q, dtype=float)), np.atleast_2d(np.asarray(dq, dtype=float))
@@ -64,7 +77,18 @@ def momentum_terms(model: RobotModel, theta: np.ndarray, q: np.ndarray, dq: np.n
         reg = momentum_regressors(model, q[sl], dq[sl])
         p[:, sl] = np.moveaxis(reg.Yp @ thetas.T, -1, 0)
         beta[:, sl] = np.moveaxis((reg.Yc - reg.Yg - reg.Yf) @ thetas.T, -1, 0)
+    beta += _coulomb_at_rest(model, thetas, dq)
     return MomentumTerms(p, beta) if theta.ndim == 2 else MomentumTerms(p[0], beta[0])
+
+
+def _coulomb_at_rest(model: RobotModel, thetas: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """``(m, N, nv)`` [N·m] to add to β so that its Coulomb term ``−Fc·sign(q̇)`` becomes
+    ``−Fc·sat(q̇ / REST_VELOCITY)``: ``Fc·(sign(q̇) − sat(q̇ / REST_VELOCITY))`` (0 above it)."""
+    index = {name: i for i, name in enumerate(model.param_names)}
+    cols = [index.get(f"{joint}.Fc", -1) for joint in model.dof_joint_names]
+    fc = np.stack([np.where(np.array(cols) >= 0, th[cols], 0.0) for th in thetas])  # (m, nv)
+    shape = np.sign(dq) - np.clip(dq / REST_VELOCITY, -1.0, 1.0)  # (N, nv)
+    return fc[:, None, :] * shape[None]
 
 
 def _check_gain(gain: float) -> float:
