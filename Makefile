@@ -12,9 +12,13 @@ setup:
 demo: setup
 	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
+# two pytest-xdist workers, a test file to each at a time (module fixtures computed once);
+# PARALLEL= runs the suite in one process
+PARALLEL ?= -n 2 --dist loadfile
+
 test: setup
 	@tools/install_browser.sh
-	@$(ENV) && ruff check . && lint-imports && python -m pytest
+	@$(ENV) && ruff check . && lint-imports && python -m pytest $(PARALLEL)
 
 # the unit tier without its slow tests (test/README.md): a quick check while working
 test-fast: setup

@@ -17,7 +17,22 @@ os.environ.pop("ROS_STATIC_PEERS", None)
 # SYSID_TEST_DOMAINS=LO-HI keeps this session's tests inside that range (parallel checkouts).
 _range = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
 _lo, _hi = (int(v) for v in _range.split("-")) if _range else (1, 100)
-_domains = itertools.cycle(range(_lo, _hi + 1)) if _range else itertools.count(1 + (os.getpid() % 50) * 2)
+_start = 0 if _range else (os.getpid() % 50) * 2  # where in the range this process begins
+# pytest-xdist (`make test` runs two workers): worker k of n takes the k-th of n equal blocks of
+# the range, so two workers never share a domain; SYSID_TEST_DOMAINS and ROS_DOMAIN_ID are set to
+# its block for what reads them later (launch_support.use_private_domain, child processes).
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _workers > 1:
+    _size = (_hi - _lo + 1) // _workers
+    if _size < 1:
+        raise RuntimeError(f"SYSID_TEST_DOMAINS={_range}: {_hi - _lo + 1} domain(s) for {_workers} "
+                           "pytest-xdist workers; expected at least one per worker")
+    _k = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    _lo, _hi = _lo + _k * _size, _lo + (_k + 1) * _size - 1
+    _start %= _size
+    os.environ["SYSID_TEST_DOMAINS"] = f"{_lo}-{_hi}"
+    os.environ["ROS_DOMAIN_ID"] = str(_hi)
+_domains = (_lo + (_start + i) % (_hi - _lo + 1) for i in itertools.count())
 
 
 # The tier of a test is its directory (test/README.md): markers are given here, not per file.
@@ -54,7 +69,7 @@ def pytest_sessionstart(session) -> None:
 @pytest.fixture
 def ros_domain_id() -> int:
     """A DDS domain id of this test alone (use it for every context the test creates)."""
-    return next(_domains) if _range else 1 + (next(_domains) - 1) % 100
+    return next(_domains)
 
 
 @pytest.fixture
