@@ -12,9 +12,10 @@ setup:
 demo: setup
 	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
-# two pytest-xdist workers, a test file to each at a time (module fixtures computed once);
-# PARALLEL= runs the suite in one process
-PARALLEL ?= -n 2 --dist loadfile
+# PARALLEL="-n 2 --dist loadfile": two pytest-xdist workers, a test file to each at a time (module
+# fixtures computed once; test/conftest.py gives each worker its own DDS domains). Off by default
+# until a whole run with it is green on a loaded host (7 failures in the first, at load 6-23).
+PARALLEL ?=
 
 test: setup
 	@tools/install_browser.sh

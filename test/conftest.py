@@ -18,7 +18,7 @@ os.environ.pop("ROS_STATIC_PEERS", None)
 _range = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
 _lo, _hi = (int(v) for v in _range.split("-")) if _range else (1, 100)
 _start = 0 if _range else (os.getpid() % 50) * 2  # where in the range this process begins
-# pytest-xdist (`make test` runs two workers): worker k of n takes the k-th of n equal blocks of
+# pytest-xdist (make test PARALLEL="-n 2 --dist loadfile"): worker k of n takes the k-th of n blocks of
 # the range, so two workers never share a domain; SYSID_TEST_DOMAINS and ROS_DOMAIN_ID are set to
 # its block for what reads them later (launch_support.use_private_domain, child processes).
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
