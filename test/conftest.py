@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,13 @@ import pytest
 # DDS stays on this machine, for every test in this session (set before rclpy is imported).
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.pop("ROS_STATIC_PEERS", None)
+
+# The tests send SIGINT to programs as a Ctrl-C at a terminal would. A suite started in the background
+# of a non-interactive shell (`make test &`, some CI runners) has SIGINT ignored, and an ignored signal
+# stays ignored in every child: Python then installs no KeyboardInterrupt handler and the programs
+# under test would never see the Ctrl-C. A handled SIGINT here is reset to the default in children.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Domain ids 1..100 stay inside the default port range; spread concurrent pytest processes apart.
 # SYSID_TEST_DOMAINS=LO-HI keeps this session's tests inside that range (parallel checkouts).
