@@ -73,7 +73,7 @@ def _agree(direct, reference, target, *, gap: tuple[float, float], theta_rel: fl
 def test_pc_ls_program_direct_equals_cvxpy(case, precise):
     target, prep = case
     w, rhs, _ = prep.rows(np.arange(target.n_params))
-    direct = convex.least_squares_program(target, w, rhs, closed_form=False, precise=precise)
+    direct = convex.least_squares_program(target, w, rhs, closed_form=False, precise=precise, direct=True)
     reference = convex.least_squares_program(target, w, rhs, closed_form=False, precise=precise,
                                              direct=False)
     _agree(direct, reference, target, gap=GAP[precise], theta_rel=1e-7 if precise else 1e-4)
@@ -86,7 +86,7 @@ def test_dual_metric_steps_direct_equal_cvxpy(case):
     sel = np.linspace(0, len(prep.t) - 1, 150).round().astype(int)
     ym, m_known = target.mass_matrix(prep.q[sel])
     args = (target, prep.x[sel], prep.y[sel], ym, m_known)
-    direct = dual_metric.dual_metric_program(*args)
+    direct = dual_metric.dual_metric_program(*args, direct=True)
     reference = dual_metric.dual_metric_program(*args, direct=False)
     assert direct.iterations == reference.iterations
     _agree(direct, reference, target, gap=GAP[False], theta_rel=1e-4)
@@ -115,7 +115,7 @@ def test_a_clarabel_failure_falls_back_to_cvxpy(case, monkeypatch):
     assert conic.solve_squares(objective, feasible, {"max_iter": 1}) == "MaxIterations"
     real = conic.solve_squares
     monkeypatch.setattr(conic, "solve_squares", lambda o, f, s=None: real(o, f, {"max_iter": 1}))
-    fallback = convex.least_squares_program(target, w, rhs, closed_form=False)
+    fallback = convex.least_squares_program(target, w, rhs, closed_form=False, direct=True)
     reference = convex.least_squares_program(target, w, rhs, closed_form=False, direct=False)
     np.testing.assert_array_equal(fallback.theta, reference.theta)
     assert fallback.solver == "CLARABEL" and fallback.binding() == reference.binding()

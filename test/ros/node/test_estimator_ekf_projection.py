@@ -57,7 +57,7 @@ def test_the_estimator_node_publishes_and_saves_the_projected_arm(tmp_path, ros_
         msg = JointState(name=list(ds.joint_names), position=ds.q[k].tolist(), velocity=ds.dq[k].tolist(),
                          effort=ds.tau[k].tolist())
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round((1.0 + ds.t[k]) * 1e9), 1_000_000_000)
-        node._on_joint_state(msg)
+        node._on_joint_state(msg, None)  # no MessageInfo: timed on arrival
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(client)
