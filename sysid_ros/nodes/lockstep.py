@@ -62,9 +62,10 @@ def _node_name(info) -> str:
 
 
 def unconnected(node: Node, endpoint: Publisher | Subscription, reach: Iterable[str] = ()) -> str | None:
-    """The rule: ``None`` when ``endpoint`` (of ``node``) has matched as many peers as ``node``'s
-    graph shows on its topic, at least one, and the graph shows a peer of each node named in
-    ``reach`` (fully qualified names); else what it waits for, in words."""
+    """The rule: ``None`` when ``node``'s graph shows at least one peer on ``endpoint``'s topic,
+    ``endpoint`` has matched as many peers as the graph shows, and the graph shows a peer of each
+    node named in ``reach`` (fully qualified names); else what it waits for, in words. (A match
+    count with no peer in the graph yet is not enough: the nodes to reach are read from the graph.)"""
     topic = endpoint.topic_name
     if isinstance(endpoint, Publisher):
         matched, peers = endpoint.get_subscription_count(), node.get_subscriptions_info_by_topic(topic)
@@ -76,8 +77,10 @@ def unconnected(node: Node, endpoint: Publisher | Subscription, reach: Iterable[
     missing = sorted(set(reach) - known)
     if missing:
         return f"a {kind} of {', '.join(missing)} on {topic}"
-    if matched < max(1, len(peers)):
-        return f"{topic}: {own} matched with {matched} of the {max(1, len(peers))} {kind}(s) in the graph"
+    if not peers:  # the match counts can run ahead of the graph: nothing is known about the peer yet
+        return f"a {kind} on {topic} in the graph"
+    if matched < len(peers):
+        return f"{topic}: {own} matched with {matched} of the {len(peers)} {kind}(s) in the graph"
     return None
 
 
