@@ -55,6 +55,8 @@ READY = QoSProfile(depth=32, reliability=ReliabilityPolicy.RELIABLE,
 #: while it starts, then seldom (a node never in a lockstep graph keeps checking at little cost:
 #: ~0.1 ms of CPU per check)
 CHECK_PERIOD, SLOW_CHECK_PERIOD, SLOW_AFTER = 0.05, 1.0, 10.0
+#: what a graph view says of an endpoint whose node it does not know yet (rmw's placeholder name)
+UNKNOWN = "_NODE_NAME_UNKNOWN_"
 
 
 def _node_name(info) -> str:
@@ -74,6 +76,9 @@ def unconnected(node: Node, endpoint: Publisher | Subscription, reach: Iterable[
         matched, peers = endpoint.get_publisher_count(), node.get_publishers_info_by_topic(topic)
         kind, own = "publisher", "subscription"
     known = {_node_name(p) for p in peers}
+    unknown = sorted(n for n in known | set(reach) if UNKNOWN in n)
+    if unknown:  # discovered, but not yet whose: it could be any node (and match any reach)
+        return f"the node of a {kind} on {topic} (the graph does not name it yet)"
     missing = sorted(set(reach) - known)
     if missing:
         return f"a {kind} of {', '.join(missing)} on {topic}"

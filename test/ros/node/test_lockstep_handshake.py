@@ -70,10 +70,6 @@ def test_the_gate_opens_once_the_consumer_says_it_is_connected(ros_domain_id):
         sim.close()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open: run after this file's other tests (never alone: 4 of 4 passed), the controller's "
-    "ReadySignal said ready while only the viewer subscribed /command (2 of 3 runs, 2026-11-27); "
-    "not the graph lagging the match counts (that case is now waited for)"))
 def test_a_controller_is_ready_only_once_its_commands_reach_the_simulator(ros_domain_id):
     """A subscription of another node (a test's, a viewer's) on the command topic does not make the
     trajectory publisher's command publisher connected: it must reach the node publishing the joint
