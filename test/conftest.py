@@ -81,6 +81,19 @@ def ros_domain_id() -> int:
 
 
 @pytest.fixture
+def free_ros_domain_id() -> int:
+    """A domain id of this test alone in which no node is visible now: an in-process test's rclpy
+    context keeps its DDS participant (and nodes) after shutdown, and the ids come round again."""
+    from sysid_ros.nodes.sim_demo import _nodes_in_domain
+
+    for _ in range(_hi - _lo + 1):
+        domain = next(_domains)
+        if not _nodes_in_domain(domain, 1.0):
+            return domain
+    pytest.fail(f"every DDS domain {_lo}-{_hi} shows nodes")
+
+
+@pytest.fixture
 def read_only(tmp_path):
     """A read-only tmpfs at tmp_path/ro (skipped where mounting is not allowed); unmounted after."""
     import subprocess

@@ -107,7 +107,8 @@ def test_a_signal_to_the_demo_ends_every_node_and_finalises_the_bag(tmp_path, si
 
 
 @pytest.mark.timeout(300)
-def test_a_domain_in_use_is_refused_with_the_nodes_found(tmp_path, ros_domain_id):
+def test_a_domain_in_use_is_refused_with_the_nodes_found(tmp_path, free_ros_domain_id):
+    ros_domain_id = free_ros_domain_id  # no other node there: the refusal names the intruder alone
     import rclpy
 
     context = rclpy.Context()
