@@ -223,6 +223,11 @@ class IdentifyOutcome:
             return COST_EXIT_CODE
         return 3 if self.problems else 0
 
+    @property
+    def message(self) -> str | None:
+        """Why this estimate is not to be used as is (:func:`verdict_message`), or None."""
+        return verdict_message(self.result.method, self.cost_warning, self.problems)
+
 
 def verdict(result: IdentificationResult, *, accept_cost: bool = False) -> tuple[str | None, tuple[str, ...]]:
     """``(cost_warning, problems)`` of ``result``: the cost message when bounds or the prior cost
@@ -238,6 +243,17 @@ def verdict(result: IdentificationResult, *, accept_cost: bool = False) -> tuple
     if cons is not None and not cons.consistent:
         problems.append(f"the exported parameters are not physically consistent ({', '.join(cons.failures)})")
     return (None if accept_cost else too_costly), tuple(problems)
+
+
+def verdict_message(method: str, cost_warning: str | None, problems: tuple[str, ...]) -> str | None:
+    """The one line that says why an estimate of ``method`` is not to be used as is (``sysid
+    identify`` prints it on stderr, BatchSolve answers it), or None when it can be: the cost
+    warning, else the problems of :func:`verdict`."""
+    if cost_warning:
+        return f"WARNING: {cost_warning}"
+    if problems:
+        return f"the {method} estimate is not trustworthy: {'; '.join(problems)}"
+    return None
 
 
 def online_options(method: str, values: Mapping[str, Any], data_rate: float) -> OnlineOptions:

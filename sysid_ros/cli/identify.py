@@ -15,6 +15,7 @@ from sysid_ros.app.identify import (
     online_options,
     run_identify,
     verdict,
+    verdict_message,
 )
 from sysid_ros.cli.common import add_base_option, floats
 from sysid_ros.core.blas import single_threaded_blas
@@ -73,22 +74,19 @@ def _report(args: argparse.Namespace, outcome: IdentifyOutcome) -> int:
         print(summary(outcome.result, outcome.evaluation))
         for p in outcome.paths:
             print(f"wrote {p}")
-    _print_verdict(outcome.result.method, outcome.cost_warning, outcome.problems)
+    _print_verdict(outcome.message)
     return outcome.exit_code
 
 
-def _print_verdict(method: str, cost_warning: str | None, problems: tuple[str, ...]) -> None:
-    if cost_warning:
-        print(f"sysid identify: WARNING: {cost_warning}", file=sys.stderr)
-    elif problems:
-        print(f"sysid identify: the {method} estimate is not trustworthy: {'; '.join(problems)}",
-              file=sys.stderr)
+def _print_verdict(message: str | None) -> None:
+    if message:
+        print(f"sysid identify: {message}", file=sys.stderr)
 
 
 def _trust(result, *, accept_cost: bool = False) -> int:
     """The exit code of ``result`` (0, or 3 with why on stderr; :func:`~sysid_ros.app.identify.verdict`)."""
     cost_warning, problems = verdict(result, accept_cost=accept_cost)
-    _print_verdict(result.method, cost_warning, problems)
+    _print_verdict(verdict_message(result.method, cost_warning, problems))
     return 3 if cost_warning or problems else 0
 
 

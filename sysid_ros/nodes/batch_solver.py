@@ -519,11 +519,9 @@ def answer(outcome, method: str, out: Path) -> tuple[bool, str]:
     """The BatchSolve answer ``(success, message)`` for a finished solve: False, as ``sysid
     identify`` exits 3, when bounds or the prior cost too much torque (unless accepted) or the
     estimate is not trustworthy (solver status, consistency); the files are written either way."""
-    if outcome.cost_warning:
-        return False, f"{method}: {outcome.cost_warning} (files in {out}; parameter accept_cost keeps them)"
-    if outcome.problems:
-        return False, (f"{method}: the estimate is not trustworthy: {'; '.join(outcome.problems)} "
-                       f"(files in {out})")
+    if outcome.message:
+        hint = "; parameter accept_cost keeps them" if outcome.cost_warning else ""
+        return False, f"{outcome.message} (files in {out}{hint})"
     result = outcome.result
     return True, (f"{method}: rank {result.diagnostics.rank}, relative error "
                   f"{result.diagnostics.relative_error:.3g} %, {len(outcome.paths)} files in {out}")

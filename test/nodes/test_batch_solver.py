@@ -135,14 +135,15 @@ def _outcome(status: str = "optimal", mass: float = 1.0, cost_warning: str | Non
 
 def test_batch_solve_answers_no_wherever_the_cli_exits_3():
     """BatchSolve's ``success`` follows ``sysid identify``'s exit code: a solver that ended
-    inaccurate, inconsistent parameters or a too costly export answer False with the reason."""
+    inaccurate, inconsistent parameters or a too costly export answer False with the reason, in
+    the words ``sysid identify`` prints (:attr:`IdentifyOutcome.message`)."""
     out = Path("/out")
     ok = _outcome()
     assert ok.exit_code == 0 and answer(ok, "energy", out)[0]
     inaccurate = _outcome(status="optimal_inaccurate")
     assert inaccurate.exit_code == 3
     assert answer(inaccurate, "energy", out) == (False, (
-        "energy: the estimate is not trustworthy: solver CLARABEL ended with status optimal_inaccurate "
+        "the energy estimate is not trustworthy: solver CLARABEL ended with status optimal_inaccurate "
         "(files in /out)"))
     inconsistent = _outcome(mass=-0.5)
     assert inconsistent.exit_code == 3
@@ -151,7 +152,7 @@ def test_batch_solve_answers_no_wherever_the_cli_exits_3():
     costly = _outcome(cost_warning="bounds cost +12 % of torque RMS")
     assert costly.exit_code == 3
     assert answer(costly, "energy", out) == (
-        False, "energy: bounds cost +12 % of torque RMS (files in /out; parameter accept_cost keeps them)")
+        False, "WARNING: bounds cost +12 % of torque RMS (files in /out; parameter accept_cost keeps them)")
 
 
 def test_armature_says_as_the_model_identify_or_none():
