@@ -24,7 +24,8 @@ whose sign flips at random. Taken literally, the model then puts ±Fc in the res
 holding still: a false contact on every joint once the thresholds were learnt in motion or on a
 quiet window. The observer therefore uses ``Fc·sat(q̇ / REST_VELOCITY)`` (linear below
 :data:`REST_VELOCITY`, ``Fc·sign(q̇)`` above), the model's friction away from rest and no
-Coulomb torque at rest. (Stribeck ``Fs`` terms keep their sign function.)
+Coulomb torque at rest. Stribeck ``Fs·exp(−|q̇|/q̇s)·sign(q̇)`` terms, ±Fs at rest for the same
+reason, take the same saturated sign.
 Units: SI (rad, rad/s, N·m, s); joint vectors in the model's dof order.
 """
 
@@ -77,18 +78,25 @@ def momentum_terms(model: RobotModel, theta: np.ndarray, q: np.ndarray, dq: np.n
         reg = momentum_regressors(model, q[sl], dq[sl])
         p[:, sl] = np.moveaxis(reg.Yp @ thetas.T, -1, 0)
         beta[:, sl] = np.moveaxis((reg.Yc - reg.Yg - reg.Yf) @ thetas.T, -1, 0)
-    beta += _coulomb_at_rest(model, thetas, dq)
+    beta += _sign_terms_at_rest(model, thetas, dq)
     return MomentumTerms(p, beta) if theta.ndim == 2 else MomentumTerms(p[0], beta[0])
 
 
-def _coulomb_at_rest(model: RobotModel, thetas: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """``(m, N, nv)`` [N·m] to add to β so that its Coulomb term ``−Fc·sign(q̇)`` becomes
-    ``−Fc·sat(q̇ / REST_VELOCITY)``: ``Fc·(sign(q̇) − sat(q̇ / REST_VELOCITY))`` (0 above it)."""
-    index = {name: i for i, name in enumerate(model.param_names)}
-    cols = [index.get(f"{joint}.Fc", -1) for joint in model.dof_joint_names]
-    fc = np.stack([np.where(np.array(cols) >= 0, th[cols], 0.0) for th in thetas])  # (m, nv)
+def _sign_terms_at_rest(model: RobotModel, thetas: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """``(m, N, nv)`` [N·m] to add to β so that its Coulomb and Stribeck terms, ``−Fc·sign(q̇)``
+    and ``−Fs·exp(−|q̇|/q̇s)·sign(q̇)``, take ``sat(q̇ / REST_VELOCITY)`` for ``sign(q̇)``:
+    ``(Fc + Fs·exp(−|q̇|/q̇s))·(sign(q̇) − sat(q̇ / REST_VELOCITY))`` (0 above it)."""
     shape = np.sign(dq) - np.clip(dq / REST_VELOCITY, -1.0, 1.0)  # (N, nv)
-    return fc[:, None, :] * shape[None]
+    return (_joint_term(model, thetas, "Fc")[:, None, :]
+            + _joint_term(model, thetas, "Fs")[:, None, :] * np.exp(-np.abs(dq) / model.stribeck_velocity)
+            ) * shape[None]
+
+
+def _joint_term(model: RobotModel, thetas: np.ndarray, term: str) -> np.ndarray:
+    """``(m, nv)``: each parameter vector's ``<joint>.<term>`` per dof (0 where not identified)."""
+    index = {name: i for i, name in enumerate(model.param_names)}
+    cols = np.array([index.get(f"{joint}.{term}", -1) for joint in model.dof_joint_names])
+    return np.stack([np.where(cols >= 0, th[cols], 0.0) for th in thetas])
 
 
 def _check_gain(gain: float) -> float:

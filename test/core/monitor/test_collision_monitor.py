@@ -240,3 +240,34 @@ def test_arm_held_still_after_settling_raises_no_contact(model):
     thresholds = Thresholds.calibrate(r[calibration])
     events = detect_contacts(t[watch], r[watch], model.dof_joint_names, thresholds)
     assert events == [], [e.describe() for e in events]
+
+
+def test_stribeck_and_coulomb_terms_vanish_at_rest_and_hold_in_motion():
+    """Stribeck ``Fs·exp(−|q̇|/q̇s)·sign(q̇)`` is ±Fs at rest like Coulomb's ±Fc: with a creep of
+    ±1e-10 rad/s the observer's β must carry neither (the saturated sign), while at 0.5 rad/s,
+    above ``REST_VELOCITY``, it must carry the model's full friction
+    ``Fc + Fs·exp(−0.5/q̇s) + Fv·0.5`` [N·m] (β's sign: ``−τ_f``)."""
+    from sysid_ros.core.monitor.observer import REST_VELOCITY
+
+    stribeck = RobotModel.from_mjcf(DEFAULT_ROBOT, joint_terms=("Fc", "Fv", "Fs"))
+    names = stribeck.param_names
+    theta = stribeck.nominal.copy()
+    fc, fv, fs = 0.3, 0.05, 0.4  # [N·m], [N·m·s/rad], [N·m]
+    for joint in stribeck.dof_joint_names:
+        theta[names.index(f"{joint}.Fc")] = fc
+        theta[names.index(f"{joint}.Fv")] = fv
+        theta[names.index(f"{joint}.Fs")] = fs
+    no_friction = theta.copy()
+    for i, name in enumerate(names):
+        if name.rsplit(".", 1)[-1] in ("Fc", "Fv", "Fs"):
+            no_friction[i] = 0.0
+    nv = stribeck.nv
+    q = np.zeros((3, stribeck.nq))
+    dq = np.array([np.full(nv, 1e-10), np.full(nv, -1e-10), np.full(nv, 0.5)])
+    assert 0.5 > REST_VELOCITY
+    beta = momentum_terms(stribeck, theta, q, dq).beta
+    rigid = momentum_terms(stribeck, no_friction, q, dq).beta
+    friction = rigid - beta  # τ_f per sample (N, nv) [N·m]
+    assert np.abs(friction[:2]).max() < 1e-6, friction[:2]
+    expected = fc + fs * np.exp(-0.5 / stribeck.stribeck_velocity) + fv * 0.5
+    np.testing.assert_allclose(friction[2], expected, rtol=1e-9)
