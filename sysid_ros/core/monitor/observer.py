@@ -43,8 +43,9 @@ from sysid_ros.core.model.robot import RobotModel
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GAIN", "REST_VELOCITY", "MomentumObserver", "MomentumTerms", "momentum_terms",
-           "observer_residuals", "residuals_of"]
+__all__ = ["DEFAULT_GAIN", "REST_VELOCITY", "SETTLE_TIME_CONSTANTS", "SETTLE_TOLERANCE",
+           "MomentumObserver", "MomentumTerms",
+           "momentum_terms", "observer_residuals", "residuals_of", "settled"]
 
 #: observer gain K [1/s]: a 10 ms time constant, 86 % of a step contact torque within 20 ms
 DEFAULT_GAIN = 100.0
@@ -53,6 +54,27 @@ DEFAULT_GAIN = 100.0
 REST_VELOCITY = 1e-3
 #: samples per regressor evaluation in batch (bounds the memory of the (N, nv, p) regressors)
 CHUNK = 2000
+
+
+#: time constants ``1/K`` after a (re)start before the residual is the settled low-pass of the
+#: model error (a step's transient is e^-5 = 0.7 % of it by then): calibration skips the samples before
+SETTLE_TIME_CONSTANTS = 5.0
+#: [s] a sample this close before the settling time counts as settled (its stamp's rounding)
+SETTLE_TOLERANCE = 1e-9
+
+
+def settled(t: np.ndarray, gain: float = DEFAULT_GAIN) -> np.ndarray:
+    """``(N,)`` bool: the samples at times ``t (N,)`` [s] at least :data:`SETTLE_TIME_CONSTANTS`
+    ``/gain`` after the observer's start and after each restart (a step longer than ``1/gain``), so
+    that a calibration does not count the zeros and the rising transient of a restart as contact-free
+    residual (they would lower the thresholds)."""
+    t = np.asarray(t, dtype=float)
+    if t.size == 0:
+        return np.zeros(0, dtype=bool)
+    gain = _check_gain(gain)
+    restart = np.concatenate([[True], gain * np.diff(t) > 1.0])
+    since = t - np.maximum.accumulate(np.where(restart, t, -np.inf))
+    return since >= SETTLE_TIME_CONSTANTS / gain - SETTLE_TOLERANCE
 
 
 class MomentumTerms(NamedTuple):

@@ -24,7 +24,14 @@ from sysid_ros.core.monitor.detector import (
     Thresholds,
     detect_contacts,
 )
-from sysid_ros.core.monitor.observer import DEFAULT_GAIN, MomentumObserver, observer_residuals
+from sysid_ros.core.monitor.observer import (
+    DEFAULT_GAIN,
+    SETTLE_TIME_CONSTANTS,
+    SETTLE_TOLERANCE,
+    MomentumObserver,
+    observer_residuals,
+    settled,
+)
 from sysid_ros.core.result_file import ResultFile
 
 log = logging.getLogger(__name__)
@@ -52,7 +59,8 @@ def calibrate(model: RobotModel, theta: np.ndarray, data: Dataset, *, gain: floa
               margin: float = DEFAULT_MARGIN) -> Thresholds:
     """Thresholds from the observer's residual over a contact-free recording ``data`` (e.g. the
     identification run): ``max(sigma_factor · rms, peak_factor · peak) + margin`` per joint [N·m]
-    (:meth:`Thresholds.calibrate`)."""
+    (:meth:`Thresholds.calibrate`), over the samples where the observer has :func:`settled` (not
+    the first ``5/gain`` seconds, nor those after a gap that restarted it)."""
     data = _recording(model, data)
     still = [name for name, dq in zip(model.dof_joint_names, data.dq.T, strict=True)
              if not (dq.min() < 0 < dq.max())]
@@ -61,7 +69,13 @@ def calibrate(model: RobotModel, theta: np.ndarray, data: Dataset, *, gain: floa
                     "residual of Coulomb friction at a reversal (expect false alarms; calibrate on a "
                     "whole excitation period)", data.source or "calibration", still)
     r = observer_residuals(model, theta, data.t, data.q, data.dq, data.tau, gain=gain)
-    return Thresholds.calibrate(r, sigma_factor=sigma_factor, peak_factor=peak_factor, margin=margin)
+    keep = settled(data.t, gain)
+    if keep.sum() < 2:
+        settle = SETTLE_TIME_CONSTANTS / gain
+        raise DataError(f"{data.source or 'calibration'}: fewer than 2 samples where the observer has "
+                        f"settled ({SETTLE_TIME_CONSTANTS:g}/K = {settle:g} s after its start and after each "
+                        f"gap longer than 1/K); give a longer contact-free recording")
+    return Thresholds.calibrate(r[keep], sigma_factor=sigma_factor, peak_factor=peak_factor, margin=margin)
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,8 @@ def monitor_recording(model: RobotModel, theta: np.ndarray, data: Dataset, thres
 class CollisionMonitor:
     """Observer and detector sample by sample: :meth:`update` returns the residual and the events.
     Without thresholds it first calibrates them over ``calibration_time`` [s] of samples (which
-    must be free of contact), then detects."""
+    must be free of contact; those before the observer has settled after its start or a restart,
+    :data:`~.observer.SETTLE_TIME_CONSTANTS` ``/gain``, are not counted), then detects."""
 
     def __init__(self, model: RobotModel, theta: np.ndarray, *, thresholds: Thresholds | None = None,
                  calibration_time: float = 0.0, gain: float = DEFAULT_GAIN,
@@ -110,6 +125,7 @@ class CollisionMonitor:
         self.release = release
         self._calibration: list[np.ndarray] = []
         self._t0: float | None = None
+        self._settled_at = -np.inf  # [s] when the observer's residual counts for calibration
         self.detector = None if thresholds is None else ContactDetector(self.joint_names, thresholds,
                                                                         release=release)
 
@@ -121,12 +137,16 @@ class CollisionMonitor:
                ) -> tuple[np.ndarray, list[ContactEvent]]:
         """Residual ``(n,)`` [N·m] and events of the measurement at ``t`` [s] (see
         :meth:`MomentumObserver.update` for the errors)."""
+        restarts = self.observer.restarts
         r = self.observer.update(t, q, dq, tau)
         if self.detector is not None:
             return r, self.detector.update(t, r)
+        if self._t0 is None or self.observer.restarts != restarts:
+            self._settled_at = t + SETTLE_TIME_CONSTANTS / self.observer.gain
         if self._t0 is None:
             self._t0 = t
-        self._calibration.append(r)
+        if t >= self._settled_at - SETTLE_TOLERANCE:
+            self._calibration.append(r)
         if t - self._t0 >= self.calibration_time and len(self._calibration) >= 2:
             self.detector = ContactDetector(
                 self.joint_names, Thresholds.calibrate(np.array(self._calibration), **self._options),

@@ -31,6 +31,7 @@ from sysid_ros.core.monitor import (
     observer_residuals,
     residuals_of,
 )
+from sysid_ros.core.monitor.observer import settled
 from sysid_ros.core.sim.plant import Push, SensorModel
 from sysid_ros.core.sim.simulation import simulate_mit
 from sysid_ros.core.sim.synthetic import randomize
@@ -112,8 +113,23 @@ def test_online_observer_and_monitor_equal_the_batch_replay(model):
     calibrating = CollisionMonitor(model, theta, calibration_time=0.3)
     late = [e for t, q, dq, tau in zip(rec.t, rec.q, rec.dq, rec.tau, strict=True)
             for e in calibrating.update(t, q, dq, tau)[1]]
-    assert calibrating.thresholds is not None and calibrating.thresholds.samples == 151
+    # ... over the samples where the observer has settled: 0.3 s at 500 Hz is 151 samples, less the
+    # 25 of the first 5/K = 0.05 s (its zeros and rising transient would lower the thresholds)
+    window = settled(rec.t) & (rec.t - rec.t[0] <= 0.3 + 1e-9)
+    assert calibrating.thresholds is not None and calibrating.thresholds.samples == window.sum() == 126
+    expected = Thresholds.calibrate(batch[window])
+    np.testing.assert_allclose(calibrating.thresholds.rms, expected.rms, rtol=1e-9)
+    np.testing.assert_allclose(calibrating.thresholds.peak, expected.peak, rtol=1e-9)
     assert late and late[0].kind == "contact" and 0.5 <= late[0].time <= 0.52
+    # a restart after a gap is skipped the same way, online and in the batch calibration
+    regap = CollisionMonitor(model, theta, calibration_time=0.45)
+    for k in keep:
+        regap.update(rec.t[k], rec.q[k], rec.dq[k], rec.tau[k])
+    tk = rec.t[keep]
+    window = settled(tk) & (tk - tk[0] <= 0.45 + 1e-9)
+    assert not window[150:175].any() and window[175]  # t[170] ends the gap; +0.05 s = 25 samples
+    assert regap.thresholds.samples == window.sum()
+    np.testing.assert_allclose(regap.thresholds.rms, Thresholds.calibrate(gapped[window]).rms, rtol=1e-9)
 
 
 @pytest.mark.slow
@@ -163,6 +179,10 @@ def test_bad_inputs_say_what_was_expected(model):
     assert Push.parse("body=b,force=1,2,3,torque=0,0,1,start=2,duration=0.5") == Push(
         "b", (1.0, 2.0, 3.0), (0.0, 0.0, 1.0), 2.0, 0.5)
     rec = _run(model, 0, 0.02, sensor=SensorModel())
+    with pytest.raises(DataError, match=r"short: fewer than 2 samples where the observer has settled "
+                       r"\(5/K = 0.05 s after its start and after each gap longer than 1/K\); give a longer "
+                       r"contact-free recording"):
+        calibrate(model, model.nominal, _dataset(model, rec, "short"))  # 0.02 s < 5/K
     with pytest.raises(DataError, match=r"observer gain 600 1/s × sample interval 0.002 s = 1.2 > 1: the "
                        r"discrete observer would oscillate; lower the gain below 500 1/s"):
         observer_residuals(model, model.nominal, rec.t, rec.q, rec.dq, rec.tau, gain=600.0)
