@@ -27,6 +27,8 @@ Checked before any node starts: switches take exactly what launch's IfCondition 
 (true/false/1/0, any case), ``bag`` must not exist yet, ``model_path`` must be a file. The bridge,
 the estimator and (when started) the trajectory publisher and recorder are required: when one ends,
 one line names it and the launch stops (the bridge disables the motors, the recorder finishes its bag).
+The excitation starts only once the estimator (and the recorder) are connected to the joint states
+(trajectory_publisher ``start_after``): on a busy host a node can take tens of seconds to start.
 """
 
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -92,13 +94,17 @@ def _graph(context: LaunchContext) -> list[Node]:
         overrides["channel"] = arg("channel")
     nodes = [Node(executable="damiao_bridge", name="damiao_bridge", parameters=[arg("config"), overrides],
                   on_exit=required("damiao_bridge", "no joint states without the bridge"), **common)]
+    # the excitation starts once these are connected to the joint states: a node still starting
+    # on a busy host (tens of seconds beside CPU hogs) would miss the run's first seconds or all of it
+    consumers = ["estimator"] + (["recorder"] if on["record"] else [])
     if on["trajectory"]:
         # one command per bridge cycle: a command rate unlike the bridge's decimates the
         # joint-state stream unevenly (uneven command stamps in the bag)
         nodes.append(Node(executable="trajectory_publisher", name="trajectory_publisher",
                           parameters=[arg("trajectory_config"), model,
                                       {"excitation_time": arg("excitation_time"), "rate": arg("rate"),
-                                       "coefficients_file": arg("coefficients_file")}],
+                                       "coefficients_file": arg("coefficients_file"),
+                                       "start_after": ",".join(consumers)}],
                           on_exit=required("trajectory_publisher", "trajectory:=true asked for the "
                                                                    "excitation"), **common))
     # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way

@@ -21,6 +21,10 @@ happened to see does not change the motion. Once its ``joint_states`` subscripti
 publisher (``motor_command`` or ``NAME/joint_trajectory``) have matched the simulator, the node says
 so on ``lockstep/ready``: the simulator's start handshake (:mod:`~sysid_ros.nodes.lockstep`).
 Service ``~/start`` (``std_srvs/Trigger``) plays the run again from the current pose.
+``start_after: estimator,recorder`` (hardware_identify.launch.py sets it): a run starts only once
+those nodes have said on ``lockstep/ready`` that their ``joint_states`` subscription is connected,
+so a consumer still starting on a busy host misses nothing of the excitation (said once, in one
+line, while it waits).
 
 Topics (relative names: remap them, e.g. ``--ros-args -r joint_states:=/arm/joint_states``):
 subscribes ``joint_states`` (``sensor_msgs/JointState``), publishes ``motor_command``
@@ -47,6 +51,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from diagnostic_msgs.msg import KeyValue
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -63,7 +68,7 @@ from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
-from sysid_ros.nodes.lockstep import ReadySignal
+from sysid_ros.nodes.lockstep import READY, READY_TOPIC, ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
@@ -88,6 +93,10 @@ PARAMETERS = (
     ("kd", Parameter.Type.DOUBLE_ARRAY, "velocity gains [N·m·s/rad] (unset = critically damped)"),
     ("feedforward", True, "add the nominal model's inverse dynamics as feed-forward torque"),
     ("autostart", True, "start as soon as the first joint state arrives"),
+    ("start_after", "", "comma-separated nodes (names relative to this node's namespace, e.g. "
+                        "estimator,recorder) that must say on lockstep/ready that their joint_states "
+                        "subscription is connected before a run starts: none misses the excitation while "
+                        "it starts on a busy host ('' = start at once)"),
     ("reliable_input", False, "RELIABLE joint-state subscription (simulation; false matches any publisher)"),
     ("lockstep", False,
      "a lockstep simulator waits for this node: deterministic start, grid commands sent ahead"),
@@ -170,6 +179,11 @@ class TrajectoryPublisherNode(Node):
         command = self._pub if self.interface == "motor_command" else getattr(self, "_trajectory_pub", None)
         if command is not None:  # a lockstep simulator's start handshake (not through an action)
             self._ready = ReadySignal(self, serves=command.topic_name, states=states, command=command)
+        self._awaited = self._start_after()  # fully qualified names of the nodes to wait for
+        self._ready_nodes: frozenset[str] = frozenset()
+        self._waiting_said = False
+        if self._awaited:
+            self.create_subscription(KeyValue, READY_TOPIC, self._on_ready, READY)
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
@@ -192,6 +206,27 @@ class TrajectoryPublisherNode(Node):
         if unknown or len(set(wanted)) != len(wanted):
             raise SysIdError(f"joints must be distinct joints of the model {list(self.names)}, got {wanted}")
         return [self.names.index(n) for n in wanted]
+
+    def _start_after(self) -> frozenset[str]:
+        """The fully qualified names of the ``start_after`` nodes."""
+        names = [n.strip() for n in str(self._get("start_after")).split(",") if n.strip()]
+        here = self.get_namespace().rstrip("/")
+        return frozenset(n if n.startswith("/") else f"{here}/{n}" for n in names)
+
+    def _on_ready(self, msg: KeyValue) -> None:
+        self._ready_nodes = self._ready_nodes | {msg.value}  # a new set: read without the lock
+
+    def _consumers_missing(self) -> list[str]:
+        """``start_after`` nodes not ready yet (said once while a run waits for them, once when it may go)."""
+        missing = sorted(self._awaited - self._ready_nodes)
+        if missing and not self._waiting_said:
+            self._waiting_said = True
+            self.get_logger().info(f"the excitation waits for {', '.join(missing)} to be connected to "
+                                   f"the joint states ({self.resolve_topic_name(READY_TOPIC)})")
+        elif not missing and self._awaited and self._waiting_said:
+            self._waiting_said = False
+            self.get_logger().info(f"{', '.join(sorted(self._awaited))} connected: the excitation may start")
+        return missing
 
     def _limits(self) -> Limits:
         vmax = float(self._get("max_velocity"))
@@ -259,7 +294,7 @@ class TrajectoryPublisherNode(Node):
             self._tick_waypoints(measured, stamp)
             return
         if self.plan is None:
-            if not self._start_requested:
+            if not self._start_requested or self._consumers_missing():
                 if self.lockstep:
                     self._heartbeat(stamp)
                 return
@@ -364,7 +399,7 @@ class TrajectoryPublisherNode(Node):
         if self._aborted or self._done:
             return
         if self.stream is None:
-            if not self._start_requested:
+            if not self._start_requested or self._consumers_missing():
                 return
             self._start_requested = False
             try:

@@ -33,6 +33,7 @@ WORK = Path(tempfile.mkdtemp(prefix="sysid_batch_launch_"))
 
 
 @pytest.mark.launch_test
+@pytest.mark.timeout(600)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("batch_solver.launch.py", {
         "data_root": str(WORK / "bags"), "output_root": str(WORK / "results")})

@@ -45,6 +45,7 @@ TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30
 
 
 @pytest.mark.launch_test
+@pytest.mark.timeout(1200)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("sim_identify.launch.py", {
         "real_time_factor": "0", "excitation_time": "4", "bag": str(BAG)})

@@ -44,6 +44,7 @@ TIMEOUT = 480.0  # [s] for the whole run on a loaded 2-core machine (start-up al
 
 
 @pytest.mark.launch_test
+@pytest.mark.timeout(900)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("ros2_control_identify.launch.py", {
         "use_sim": "true", "model_path": str(UR5E), "target": "wrist_3_link",

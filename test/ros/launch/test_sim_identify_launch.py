@@ -48,6 +48,7 @@ TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30 (lockstep: 
 
 
 @pytest.mark.launch_test
+@pytest.mark.timeout(1200)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("sim_identify.launch.py", {
         "payload": f"body=link_6,mass={MASS},com=0.01,-0.015,0.045", "target": "link_6",
