@@ -84,11 +84,11 @@ def ros_domain_id() -> int:
 def free_ros_domain_id() -> int:
     """A domain id of this test alone in which no node is visible now: an in-process test's rclpy
     context keeps its DDS participant (and nodes) after shutdown, and the ids come round again."""
-    from sysid_ros.nodes.sim_demo import _nodes_in_domain
+    from sysid_ros.nodes.sim_demo import nodes_in_domain
 
     for _ in range(_hi - _lo + 1):
         domain = next(_domains)
-        if not _nodes_in_domain(domain, 1.0):
+        if not nodes_in_domain(domain, 1.0):
             return domain
     pytest.fail(f"every DDS domain {_lo}-{_hi} shows nodes")
 

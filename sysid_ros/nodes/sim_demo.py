@@ -260,7 +260,7 @@ def _domain_id(opts: DemoOptions) -> int:
         if not 0 <= chosen <= 101:
             raise SysIdError(f"ROS domain id must be in 0-101 (the range whose ports every DDS "
                              f"implementation supports), got {chosen}")
-        others = _nodes_in_domain(chosen, opts.domain_probe)
+        others = nodes_in_domain(chosen, opts.domain_probe)
         if others:
             source = "--domain-id" if opts.domain_id is not None else "ROS_DOMAIN_ID"
             raise SysIdError(f"ROS domain {chosen} ({source}) is in use on this machine by nodes "
@@ -271,12 +271,12 @@ def _domain_id(opts: DemoOptions) -> int:
     first = 1 + os.getpid() % 101
     for k in range(101):
         candidate = 1 + (first - 1 + k) % 101
-        if not _nodes_in_domain(candidate, opts.domain_probe):
+        if not nodes_in_domain(candidate, opts.domain_probe):
             return candidate
     raise SysIdError("every ROS domain 1-101 is in use on this machine; give one with --domain-id N")
 
 
-def _nodes_in_domain(domain: int, probe_time: float) -> list[str]:
+def nodes_in_domain(domain: int, probe_time: float) -> list[str]:
     """Names of the (visible) nodes discovered in ``domain`` on this machine within ``probe_time`` [s]."""
     import rclpy
     from rclpy.signals import SignalHandlerOptions

@@ -11,13 +11,12 @@ import threading
 
 import numpy as np
 import pytest
+from support.replay import PacedReplay
 from support.robots import TEST_ROBOTS
 from support.ros import SpinningNode
 from support.waits import stop_process
 
 rclpy = pytest.importorskip("rclpy")
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
@@ -29,7 +28,6 @@ from sysid_ros.nodes.qos import LATCHED  # noqa: E402
 pytestmark = pytest.mark.ros
 MODEL = TEST_ROBOTS / "ur5e.xml"
 RATE = 250.0  # Hz
-TIMEOUT = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -61,27 +59,10 @@ def test_estimator_node_tracks_a_payload_picked_up(run, method, ros_domain_id):
             done.set()
 
     node.create_subscription(ParameterEstimate, "/estimator/estimate", on_estimate, LATCHED)
-    pub = node.create_publisher(JointState, "/joint_states",
-                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    sent = [0]
-
-    def send_batch():  # 10 samples per 10 ms tick: real time at 1 kHz, 4x the run's rate
-        if node.count_subscribers("/joint_states") == 0:
-            return
-        for _ in range(10):
-            k = sent[0]
-            if k >= len(run):
-                return
-            msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(),
-                             velocity=run.dq[k].tolist(), effort=run.tau[k].tolist())
-            stamp_ns = round((100.0 + run.t[k]) * 1e9)
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-            pub.publish(msg)
-            sent[0] += 1
-
-    node.create_timer(0.01, send_batch)
+    replay = PacedReplay(node, run, per_tick=10)  # 10 samples per 10 ms tick: 4x the run's rate
     try:
-        assert done.wait(TIMEOUT), f"sent {sent[0]}, last {estimates[-1] if estimates else None}"
+        replay.wait(done.is_set, proc=proc,
+                    what=lambda: f"no estimate of every sample (last {estimates[-1] if estimates else None})")
         final = estimates[-1]
         assert final.method == method and final.names[0] == "payload.m"
         assert final.values[0] == pytest.approx(1.0, rel=0.1)  # payload mass [kg]

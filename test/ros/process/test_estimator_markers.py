@@ -12,18 +12,16 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
+from support.replay import PacedReplay
 from support.robots import TEST_ROBOTS
+from support.ros import SpinningNode
 from support.waits import stop_process
 
 rclpy = pytest.importorskip("rclpy")
-from builtin_interfaces.msg import Time  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sysid_ros.msg import ParameterEstimate  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
@@ -31,14 +29,11 @@ from sysid_ros.core import RobotModel  # noqa: E402
 from sysid_ros.core.data.bag import dataset_topics, read_bag, write_bag  # noqa: E402
 from sysid_ros.core.sim.simulation import SensorModel  # noqa: E402
 from sysid_ros.core.sim.synthetic import Payload, simulate_dataset  # noqa: E402
+from sysid_ros.nodes.qos import LATCHED  # noqa: E402
 
 pytestmark = pytest.mark.ros
 MODEL = TEST_ROBOTS / "panda.xml"
-WINDOW = 500  # [samples] ahead of the estimator's ~/progress at most (below the 1,000-deep history)
-CAP = 600.0  # [s] the whole wait at most (node start-up and replay on a loaded 2-core host)
 WANTED = 3  # marker arrays checked against their estimates
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def _rotation(x: float, y: float, z: float, w: float) -> np.ndarray:
@@ -103,11 +98,8 @@ def test_markers_draw_the_published_estimate(run, ros_domain_id):
          "-p", "reliable_input:=true", "-p", "publish_rate:=20.0", "-p", "markers_rate:=5.0",
          "-p", "markers_frame:=links"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ros_domain_id)
-    node = rclpy.create_node("marker_check", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
+    side = SpinningNode("marker_check", ros_domain_id)
+    node = side.node
     estimates: dict[tuple[int, int], ParameterEstimate] = {}
     pairs: list[tuple[MarkerArray, ParameterEstimate]] = []
     lock = threading.Lock()
@@ -126,40 +118,10 @@ def test_markers_draw_the_published_estimate(run, ros_domain_id):
     node.create_subscription(ParameterEstimate, "/estimator/estimate", on_estimate,
                              QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     node.create_subscription(MarkerArray, "/estimator/markers", on_markers, LATCHED)
-    stamps = 100.0 + np.asarray(run.t)  # [s] the replayed stamps
-    processed, sent = [0], [0]
-
-    def on_progress(msg: Time) -> None:
-        processed[0] = int(np.searchsorted(stamps, msg.sec + 1e-9 * msg.nanosec, side="right"))
-
-    node.create_subscription(Time, "/estimator/progress", on_progress, LATCHED)
-    pub = node.create_publisher(JointState, "/joint_states",
-                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-
-    def send_batch() -> None:  # paced by the estimator's progress: nothing lost on a loaded host
-        if node.count_subscribers("/joint_states") == 0:
-            return
-        for _ in range(20):
-            k = sent[0]
-            if k >= len(run) or k - processed[0] >= WINDOW:
-                return
-            msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(),
-                             velocity=run.dq[k].tolist(), effort=run.tau[k].tolist())
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamps[k] * 1e9), 1_000_000_000)
-            pub.publish(msg)
-            sent[0] += 1
-
-    node.create_timer(0.01, send_batch)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    replay = PacedReplay(node, run)  # paced by the estimator's progress: nothing lost on a loaded host
     try:
-        deadline = time.monotonic() + CAP
-        while len(pairs) < WANTED:
-            assert proc.poll() is None, f"the estimator exited {proc.returncode}"
-            assert time.monotonic() < deadline, (
-                f"{len(pairs)} marker arrays matched an estimate in {CAP:.0f} s: sent {sent[0]}, "
-                f"processed {processed[0]}, {len(estimates)} estimates")
-            time.sleep(0.1)
+        replay.wait(lambda: len(pairs) >= WANTED, proc=proc,
+                    what=lambda: f"{len(pairs)} marker arrays matched an estimate of {len(estimates)}")
         with lock:
             checked = list(pairs)
         for markers, estimate in checked:
@@ -167,9 +129,6 @@ def test_markers_draw_the_published_estimate(run, ros_domain_id):
         final = checked[-1][1]  # and the estimate drawn is the payload's (truth: 5 kg)
         assert final.physically_consistent and final.values[0] == pytest.approx(5.0, rel=0.05)
     finally:
-        executor.shutdown()
-        thread.join(timeout=5)
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        side.close()
         print(stop_process(proc)[-4000:])
     assert proc.returncode == 0
