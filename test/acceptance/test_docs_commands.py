@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
 
 import pytest
 from support.cli import sysid
-from support.docs import FENCE, ROOT, blocks, commands, pages
+from support.docs import FENCE, ROOT, blocks, fresh_clone, page_commands, pages
 
 TIMEOUT = 900.0  # s per command: a whole-arm IV identification on a loaded 2-core machine
 #: commands a page may show that need no check here: the environment is already set up
@@ -31,12 +30,7 @@ SET_UP = ("source", "make", ".", "export", "cd")
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
     """A scratch folder laid out like a fresh clone: the tracked inputs, no outputs."""
-    root = tmp_path_factory.mktemp("clone")
-    (root / "test").mkdir()
-    for name in ("config", "examples", "tools", "launch"):
-        (root / name).symlink_to(ROOT / name)
-    (root / "test" / "robots").symlink_to(ROOT / "test" / "robots")
-    return root
+    return fresh_clone(tmp_path_factory.mktemp("clone"))
 
 
 RUN: dict[str, int] = {"sysid": 0, "python": 0}
@@ -49,21 +43,20 @@ def test_every_documented_command_runs_as_typed(page, clone):
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MPLBACKEND="Agg")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     ran = 0
-    for block in blocks(page, ("bash", "sh", "shell")):
-        for command in commands(block):
-            words, started = command.words, time.monotonic()
-            if words[0] == "ros2":
-                continue  # test_docs_ros2.py
-            if words[0] != "sysid":
-                assert words[0] in (*SET_UP, "sudo", "colcon", "python", "cat"), (
-                    f"{page.name}: a command the docs test does not know: {shlex.join(words)}")
-                continue
-            RUN["sysid"] += 1
-            proc = sysid(*words[1:], cwd=clone)
-            print(f"  {time.monotonic() - started:6.1f} s  {shlex.join(words)[:100]}")
-            assert proc.returncode == 0, (f"{page.relative_to(ROOT)}: `{shlex.join(words)}` exited "
-                                          f"{proc.returncode}:\n{proc.stderr[-3000:]}")
-            ran += 1
+    for command in page_commands(page):
+        words, started = command.words, time.monotonic()
+        if words[0] == "ros2":
+            continue  # test_docs_ros2.py
+        if words[0] != "sysid":
+            assert words[0] in (*SET_UP, "sudo", "colcon", "python", "cat"), (
+                f"{page.name}: a command the docs test does not know: {command}")
+            continue
+        RUN["sysid"] += 1
+        proc = sysid(*words[1:], cwd=clone)
+        print(f"  {time.monotonic() - started:6.1f} s  {str(command)[:100]}")
+        assert proc.returncode == 0, (f"{page.relative_to(ROOT)}: `{command}` exited "
+                                      f"{proc.returncode}:\n{proc.stderr[-3000:]}")
+        ran += 1
     if page.name == "README.md":
         for block in blocks(page, ("python",)):
             proc = subprocess.run([sys.executable, "-c", block], cwd=clone, env=env, capture_output=True,
@@ -74,8 +67,7 @@ def test_every_documented_command_runs_as_typed(page, clone):
 
 
 def test_the_tour_and_tutorials_have_commands():
-    counted = {p.name: sum(1 for b in blocks(p, ("bash",)) for c in commands(b) if c.words[0] == "sysid")
-               for p in pages()}
+    counted = {p.name: sum(1 for c in page_commands(p) if c.words[0] == "sysid") for p in pages()}
     assert counted["README.md"] >= 3 and counted["simulated-arm.md"] >= 8 and counted["vendor-log.md"] >= 2
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.docs import ROOT, Command, page_commands, pages, ros2_problems
+from support.docs import ROOT, Command, fresh_clone, page_commands, pages, ros2_problems
 
 GRAPH_START = 600.0  # [s] longest wait for a graph's first answer: node start-up on a loaded 2-core host
 STOP = 60.0  # [s] SIGINT to a graph's process group until SIGKILL (a bag or a solve being finished)
@@ -47,12 +47,7 @@ def test_every_ros2_line_is_run_or_marked():
 @pytest.fixture(scope="module")
 def ros2_clone(tmp_path_factory):
     """A scratch folder laid out like a fresh clone: the tracked inputs, no outputs."""
-    root = tmp_path_factory.mktemp("clone_ros2")
-    (root / "test").mkdir()
-    for name in ("config", "examples", "tools", "launch"):
-        (root / name).symlink_to(ROOT / name)
-    (root / "test" / "robots").symlink_to(ROOT / "test" / "robots")
-    return root
+    return fresh_clone(tmp_path_factory.mktemp("clone_ros2"))
 
 
 class Graph:

@@ -90,6 +90,17 @@ def page_commands(page: Path) -> list[Command]:
     return [c for i, b in enumerate(blocks(page, SHELL)) for c in commands(b, i)]
 
 
+def fresh_clone(root: Path) -> Path:
+    """Lay ``root`` (an empty folder) out like a fresh clone for the docs' commands: the tracked
+    inputs (config/, examples/, tools/, launch/, test/robots/ linked from this checkout), no
+    outputs, so every other input must be made by an earlier command. Returns ``root``."""
+    (root / "test").mkdir()
+    for name in ("config", "examples", "tools", "launch"):
+        (root / name).symlink_to(ROOT / name)
+    (root / "test" / "robots").symlink_to(ROOT / "test" / "robots")
+    return root
+
+
 def ros2_problems(page: Path) -> list[str]:
     """What the docs test cannot run on this page: unknown ``ros2`` lines, queries with no graph
     started before them, graphs that no query checks."""
