@@ -74,6 +74,43 @@ def pytest_sessionstart(session) -> None:
     compile_kernels()
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that used the most CPU time (this process and the "
+                          "children it waited for, setup to teardown): what a test costs "
+                          "whatever share of the cores a loaded host leaves it")
+
+
+_CPU: dict[str, float] = {}  # test id -> CPU seconds (--cpu-durations)
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not item.config.getoption("cpu_durations"):
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    _CPU[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    count = config.getoption("cpu_durations")
+    if not count or not _CPU:
+        return
+    terminalreporter.write_sep("=", f"most CPU time: {count} of {len(_CPU)} tests "
+                                    f"({sum(_CPU.values()):.1f} CPU s in all)")
+    for nodeid, seconds in sorted(_CPU.items(), key=lambda kv: -kv[1])[:count]:
+        terminalreporter.write_line(f"{seconds:8.2f} CPU s  {nodeid}")
+
+
 @pytest.fixture
 def ros_domain_id() -> int:
     """A DDS domain id of this test alone (use it for every context the test creates)."""
