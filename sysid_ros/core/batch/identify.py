@@ -155,8 +155,12 @@ def prepare(dataset: Dataset, target: Target, settings: Preprocessing, *, min_sp
         stacks.append([cond.t[kept], *arrays])
         offset += k
     t, x, y, q, dq, ddq = (np.concatenate(a, axis=0) for a in zip(*stacks, strict=True))
-    # a payload target's known arm keeps its friction on the output side: every row is valid
-    mask = coulomb_rows(target.model, dq, min_speed if target.kind == "arm" else 0.0)
+    # the Coulomb sign model fails near zero speed whether the friction is identified (arm) or
+    # known and subtracted (a payload target's arm, τ − τ_known): slow joints' rows are left out
+    # alike, as the online estimators do (ForceRows.min_speed). Kept for a payload, a wrist at rest
+    # (Damiao feedback: ±half a velocity count, 0.007 rad/s) put ±Fc of friction that a holding
+    # motor does not feel into the rows, and the payload CoM z came out 7 mm off (issue 24)
+    mask = coulomb_rows(target.model, dq, min_speed)
     prep = Prepared(target, ds, settings, split, tuple(parts), t, q, dq, ddq, x, y, mask, timebase)
     if stribeck_velocity is None and search_stribeck and stribeck_searched(target):
         prep = settle_stribeck(prep, progress=progress)
