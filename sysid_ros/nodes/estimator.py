@@ -142,6 +142,10 @@ class EstimatorNode(Node):
     STOP_GRACE = 1.0
     #: [s of data at the nominal rate] most samples one processing step takes from a backlog
     CHUNK = 0.5
+    #: [s of wall time] a backlog left at a stop is worked off this long at most (then the rest is
+    #: counted as unprocessed): behind by thousands of samples on a busy host, finishing them took
+    #: past launch's SIGTERM and SIGKILL (exit -9)
+    STOP_BUDGET = 0.5
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
@@ -191,13 +195,23 @@ class EstimatorNode(Node):
         return len(self._queue)
 
     def destroy_node(self) -> None:
-        """Process what is queued, then say what the session saw (and lost) before leaving."""
+        """Process what is queued (for :attr:`STOP_BUDGET` at most), then say what the session saw
+        (and lost, and left unprocessed) before leaving."""
         if not hasattr(self, "session"):  # refused while starting (its one line is said): nothing ran
             return super().destroy_node()
         try:
-            self._process(final=True)
+            chunk = max(int(self.CHUNK * self.options.sample_rate), 1)
+            deadline = time.monotonic() + self.STOP_BUDGET
+            while len(self._queue) > chunk and time.monotonic() < deadline:
+                self._process(intake=False)  # one chunk of the backlog
+            left = len(self._queue) if len(self._queue) > chunk else 0
+            if not left:
+                self._process(final=True)
             self.get_logger().info("estimator stopping: " + ", ".join(
-                f"{k} {v}" for k, v in self.session.counters.items()))
+                f"{k} {v}" for k, v in {**self.session.counters, "unprocessed": left}.items()))
+            if left:
+                self.get_logger().warning(f"{left} queued samples left unprocessed: the backlog is worked "
+                                          f"off {self.STOP_BUDGET:g} s at most after a stop request")
         except Exception as exc:
             self.get_logger().error(f"could not process the last samples: {exc}")
         super().destroy_node()
@@ -364,13 +378,14 @@ class EstimatorNode(Node):
                 self.session.truth = truth
             self.get_logger().info("true parameters received: publishing the divergence to truth")
 
-    def _process(self, final: bool = False) -> None:
+    def _process(self, final: bool = False, intake: bool = True) -> None:
         """Hand the queue to the session; then publish how far the data has been processed (a
         held first message stamped 0 counts as processed at 0: a lockstep simulator waits for it).
         ``final``: the stream has ended (a held message is a sample at t = 0). Behind, at most
         :attr:`CHUNK` [s] of data per call: the estimate and progress go on being published
-        while a backlog is worked off (the timers share one callback group)."""
-        if not final:
+        while a backlog is worked off (the timers share one callback group). ``intake``: first
+        take what the subscription holds (not while stopping: the publisher may still run)."""
+        if intake and not final:
             self._enqueue(take_pending(self._states, self._max_queue, info=True))  # arrived meanwhile
         backlog = len(self._queue)
         if backlog == 0 and not (final and self._stream.stamps.holding):
