@@ -198,10 +198,12 @@ def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "the CoM z bias is fixed (a command thread on the states' clock instead of commands paced by "
-    "the states a starved subscriber took: 55 Hz staircases, stick-slip of the wrist; and the batch "
-    "rows of resting joints left out for a payload target): excitation window 60.7 (pc_ls) / 61.9 "
-    "(rls_logdet) mm at load 19; still open at load 20-26: nodes take 70-86 s to start (hwgraph)"))
+    "the data's CoM z bias is fixed (commands from a thread on the states' clock: 1.7-3.5 % of "
+    "cycles missed at load 19-21, was 83 %; batch rows of resting joints left out): `sysid identify` "
+    "on this test's bags gives CoM z 60.0-60.9 mm (pc_ls, rls_logdet) at load 20, also with 20,000 "
+    "states lost. Open: at load ~20 the estimator node (~0.5-1 ms a sample) falls more than the "
+    "bridge's 2,000-state history behind, DDS drops samples for it (12,840 in one run) and its "
+    "~/progress stopped 8 s before the excitation's end; the recorder lost 20-33k states (hwgraph)"))
 @pytest.mark.slow
 @pytest.mark.ros
 def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path):
@@ -211,6 +213,7 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
     unknown 0.8 kg payload) → /joint_states → estimator (payload target) and recorder. The data
     path carries no bias: the online estimate and ``sysid identify --method pc_ls`` on the
     recorded bag both give the payload's mass within 2 % and its CoM within 5 mm."""
+    from builtin_interfaces.msg import Time
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import Bool
     from sysid_ros.msg import ParameterEstimate
@@ -245,6 +248,8 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
     estimates, done = [], []
     ros.node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, latched)
     ros.node.create_subscription(Bool, "/trajectory_publisher/done", lambda m: done.append(m.data), latched)
+    progress = []
+    ros.node.create_subscription(Time, "/estimator/progress", progress.append, latched)
 
     def subscribed() -> set[str]:
         return {i.node_name for i in ros.node.get_subscriptions_info_by_topic("/joint_states")}
@@ -253,14 +258,13 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
         assert wait_until(lambda: {"estimator", "recorder"} <= subscribed(), 150.0), subscribed()
         others.insert(0, start(*nodes[0]))
         assert wait_until(lambda: True in done, 150.0), f"the excitation did not finish: {done}"
-        # the estimate of every sample up to the excitation's end (the estimator may run seconds
-        # of data behind on a busy host; its estimates carry the data time of their last sample)
+        # the estimate once the estimator has processed the data up to the excitation's end (it
+        # may run seconds of data behind on a busy host; ~/progress is the data time processed)
         end = _stamp(ros.states[-1][1])
-
-        def caught_up() -> bool:
-            return bool(estimates) and _stamp(estimates[-1]) >= end
-
-        assert wait_until(caught_up, 120.0), (end, estimates and _stamp(estimates[-1]))
+        assert wait_until(lambda: progress and _seconds(progress[-1]) >= end, 180.0), (
+            end, progress and _seconds(progress[-1]))
+        count = len(estimates)
+        assert wait_until(lambda: len(estimates) > count, 30.0)  # published after that (5 Hz)
         final = estimates[-1]
         assert final.values[0] == pytest.approx(mass, rel=0.02)                                  # [kg]
         np.testing.assert_allclose(np.array(final.values[1:4]) / final.values[0], com, atol=0.005)  # [m]
@@ -294,9 +298,14 @@ def test_hardware_launch_graph_converges(bridge_process, ros_domain_id, tmp_path
     np.testing.assert_allclose(batch_com, com, atol=0.005)
 
 
+def _seconds(time_msg) -> float:
+    """A builtin_interfaces/Time [s]."""
+    return time_msg.sec + 1e-9 * time_msg.nanosec
+
+
 def _stamp(msg) -> float:
     """A message's header stamp [s]."""
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    return _seconds(msg.header.stamp)
 
 
 class _Adapter:
