@@ -58,7 +58,7 @@ DUAL_METRIC_PRIOR = 2.0
 
 def dual_metric_program(target: Target, y: np.ndarray, tau: np.ndarray, ym: np.ndarray,
                         m_known: np.ndarray, *, regularizer: str | None = None,
-                        weight: float = 0.0, metric: str = "estimate", direct: bool = False
+                        weight: float = 0.0, metric: str = "estimate", direct: bool = True
                         ) -> ConvexSolution:
     """The dual-metric program (eq. 33) on ``K`` samples.
 
