@@ -35,31 +35,25 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sysid_ros.core.batch.cost import COST_EXIT_CODE, cost_exceeded
-from sysid_ros.core.batch.identify import (
-    COMMAND_METHODS,
-    METHODS,
-    IdentifyOptions,
-    check_method,
-    prepare,
-    run_method,
-)
-from sysid_ros.core.batch.multi_run import identify_runs, load_payloads, parse_payloads, prepare_runs
-from sysid_ros.core.data.bag import JOINT_STATES, MOTOR_COMMAND, read_data
-from sysid_ros.core.data.columns import ColumnMap
-from sysid_ros.core.data.controller import ControllerDescription
-from sysid_ros.core.data.dataset import Dataset
-from sysid_ros.core.data.preprocessing import Preprocessing
+from sysid_ros.core.batch.options import COMMAND_METHODS, METHODS, IdentifyOptions
+from sysid_ros.core.data.bag import JOINT_STATES, MOTOR_COMMAND
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
-from sysid_ros.core.model.robot import RobotModel
-from sysid_ros.core.model.target import Plausibility, Target, batch_target, joint_prior_spec
-from sysid_ros.core.online.session import ONLINE_METHODS, OnlineOptions
-from sysid_ros.core.report.files import write_outputs
-from sysid_ros.core.report.metrics import Evaluation, evaluate, truth_parameters
-from sysid_ros.core.result import IdentificationResult
+from sysid_ros.core.model.target import Plausibility
+from sysid_ros.core.online.options import ONLINE_METHODS, OnlineOptions
+
+if TYPE_CHECKING:
+    from sysid_ros.core.data.dataset import Dataset
+    from sysid_ros.core.data.preprocessing import Preprocessing
+    from sysid_ros.core.model.robot import RobotModel
+    from sysid_ros.core.model.target import Target
+    from sysid_ros.core.report.metrics import Evaluation
+    from sysid_ros.core.result import IdentificationResult
+
+# The request, its choices and the method names load nothing heavy (a node declares its parameters
+# from them); reading, preparing, solving and writing are imported where run_identify uses them.
 
 __all__ = ["ALL_METHODS", "CHOICES", "ONLINE_OPTIONS", "STAGES", "Canceled", "IdentifyOutcome",
            "IdentifyRequest", "online_options", "run_identify", "verdict"]
@@ -186,6 +180,8 @@ class IdentifyRequest:
         return [*self.data, *([self.validate] if self.validate else [])]
 
     def preprocessing(self) -> Preprocessing:
+        from sysid_ros.core.data.preprocessing import Preprocessing
+
         return Preprocessing(bandwidth=self.bandwidth, differentiator=self.differentiator,
                              velocity=self.velocity, min_segment=self.min_segment,
                              stationary_cut=self.stationary_cut, resample=self.resample,
@@ -296,6 +292,11 @@ def run_identify(request: IdentifyRequest, progress: Progress | None = None,
     stops the run with :class:`Canceled` (nothing written); ``warn(message)``: what the user should
     read (default: a log line). Raises :class:`~sysid_ros.core.errors.SysIdError` (one line saying
     what was expected and what came) on bad input, before any file is written."""
+    from sysid_ros.core.batch.identify import check_method
+    from sysid_ros.core.model.joint_defaults import default_joint_terms, excluded_line
+    from sysid_ros.core.model.robot import RobotModel
+    from sysid_ros.core.model.target import batch_target, joint_prior_spec
+
     if request.method in ONLINE_METHODS:
         if request.several_runs:
             raise SysIdError(f"{request.method} replays one run; several runs take a batch method")
@@ -325,6 +326,10 @@ def run_identify(request: IdentifyRequest, progress: Progress | None = None,
 
 def _identify_one(request: IdentifyRequest, run: _Run, model: RobotModel, target: Target,
                   options: IdentifyOptions) -> IdentifyOutcome:
+    from sysid_ros.core.batch.identify import prepare, run_method
+    from sysid_ros.core.report.files import write_outputs
+    from sysid_ros.core.report.metrics import evaluate, truth_parameters
+
     ds = _read(request, model, request.data[0], commands=_reads_commands(request))
     run.stage("preparing", f"preparing {len(ds)} samples")
     prep = prepare(ds, target, options.preprocessing, min_speed=options.min_speed, progress=options.progress,
@@ -358,6 +363,10 @@ def _identify_one(request: IdentifyRequest, run: _Run, model: RobotModel, target
 def _identify_runs(request: IdentifyRequest, run: _Run, model: RobotModel, target: Target,
                    options: IdentifyOptions) -> IdentifyOutcome:
     """Several runs of the arm, each with its known payload (:mod:`sysid_ros.core.batch.multi_run`)."""
+    from sysid_ros.core.batch.multi_run import identify_runs, prepare_runs
+    from sysid_ros.core.report.files import write_outputs
+    from sysid_ros.core.report.metrics import evaluate
+
     n = len(request.data)
     payloads = _payloads(request.payloads, n)
     datasets = [_read(request, model, path, commands=_reads_commands(request)) for path in request.data]
@@ -387,6 +396,8 @@ def _outcome(request: IdentifyRequest, result, evaluation, target, paths, doc,
 
 def _payloads(payloads, n: int) -> list:
     """The known payloads of ``n`` runs: from a JSON file's path or the JSON list (None: none)."""
+    from sysid_ros.core.batch.multi_run import load_payloads, parse_payloads
+
     if not payloads:
         return [None] * n
     if isinstance(payloads, str | os.PathLike):
@@ -399,6 +410,10 @@ def _read(request: IdentifyRequest, model: RobotModel, path: str | os.PathLike[s
     """One recording for ``model``'s joints: read (the CSV layout applies to CSV files), torque
     calibrated, with the ``controller``'s command log (when ``controller``)."""
     # a bag refuses a column map or a time unit other than s, with one line (read_data)
+    from sysid_ros.core.data.bag import read_data
+    from sysid_ros.core.data.columns import ColumnMap
+    from sysid_ros.core.data.controller import ControllerDescription
+
     ds = read_data(path, joint_states_topic=request.joint_states_topic, command_topic=request.command_topic,
                    joint_names=model.dof_joint_names, commands=commands,
                    columns=ColumnMap.parse(request.csv_columns) if request.csv_columns else None,
@@ -418,6 +433,8 @@ def _validation(request: IdentifyRequest, model: RobotModel, target: Target, opt
                 prep) -> Any:
     """The validation recording prepared like the identification data (shapes as found, on the
     identification part's grid), or None."""
+    from sysid_ros.core.batch.identify import prepare
+
     if not request.validate:
         return None
     val = _read(request, model, request.validate, commands=False, controller=False)

@@ -9,27 +9,64 @@ load average 2 on 2 CPUs): model set-up 0.007 s vs 0.11 s, OLS solve 0.07 s vs 0
 ran faster on two. Under load 10–17 the whole ``sysid identify`` took 16 s on the default threads
 and 10.5 s on one.
 
-NumPy and SciPy each bring their own OpenBLAS (SciPy's is loaded with ``scipy.linalg``): this
-module imports ``scipy.linalg`` so that the controller sees both. Set the limit from the main
+NumPy and SciPy each bring their own OpenBLAS (SciPy's is loaded with ``scipy.linalg``): the
+controller is built after ``scipy.linalg`` is imported, so that it sees both. Set the limit from the main
 thread where work runs in other threads: with OpenBLAS 0.3.31, once the main thread has set a
 thread count, a limit set in a worker thread does not take effect (30 lstsq of ``(4465, 58)`` in
 a worker at load 5.6: 1.2 s limited there, 0.24 s limited from the main thread).
+
+A node process is on one thread from its start (:func:`one_thread_from_start`, called by
+``sysid_ros.nodes`` before NumPy loads): an idle OpenBLAS thread spins for a while after each call,
+and at start-up the estimator's base-parameter QR (``(1200, 60)``) and SVD cost 1.3 s of CPU on the
+default two threads against 0.6 s on one (load 12–15, ``benchmarks/node_startup.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import sys
+from typing import TYPE_CHECKING
 
-import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS before the controller looks for it)
-from threadpoolctl import ThreadpoolController
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas"]
+__all__ = ["on_one_thread_from_start", "one_thread_from_start", "single_threaded_blas"]
+
+#: the environment variables that set the thread count of the BLAS/OpenMP libraries at their load
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_thread_from_start() -> bool:
+    """BLAS/LAPACK on one thread for this process (and the processes it starts), unless the user
+    set a thread count: the libraries read it when they load, so this must run before NumPy is
+    imported; returns False (nothing changed) when NumPy is already loaded."""
+    if "numpy" in sys.modules:
+        return False
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    global _ONE_FROM_START
+    _ONE_FROM_START = all(os.environ[name] == "1" for name in THREAD_VARIABLES)
+    return True
+
+
+#: set by :func:`one_thread_from_start`: every BLAS library of the process loads on one thread
+_ONE_FROM_START = False
+
+
+def on_one_thread_from_start() -> bool:
+    """Whether :func:`one_thread_from_start` put every BLAS library on one thread before it loaded
+    (a later limit, :func:`single_threaded_blas`, has nothing to do: it costs SciPy's import)."""
+    return _ONE_FROM_START
 
 
 @functools.cache
 def _blas() -> ThreadpoolController:
     """The process's BLAS/LAPACK thread pools (looked up once, after numpy and scipy loaded)."""
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS before the controller looks for it)
+    from threadpoolctl import ThreadpoolController
+
     return ThreadpoolController()
 
 

@@ -25,12 +25,19 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
-import scipy.linalg
 
 from sysid_ros.core.errors import IdentificationError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def _scipy():
+    """``scipy.linalg``, imported where a route needs it (most calls end at NumPy's first route;
+    the import costs ~0.3 s of CPU, paid by a node's start-up if made at module level)."""
+    import scipy.linalg
+
+    return scipy.linalg
 
 
 def _finite(a: np.ndarray, what: str) -> np.ndarray:
@@ -63,7 +70,7 @@ def svd(a, *, full_matrices: bool = False) -> tuple[np.ndarray, np.ndarray, np.n
     a = _finite(a, "SVD")
     return _first("SVD", a.shape, [
         ("gesdd", lambda: np.linalg.svd(a, full_matrices=full_matrices)),
-        ("gesvd", lambda: scipy.linalg.svd(a, full_matrices=full_matrices, lapack_driver="gesvd",
+        ("gesvd", lambda: _scipy().svd(a, full_matrices=full_matrices, lapack_driver="gesvd",
                                            check_finite=False)),
     ])
 
@@ -73,7 +80,7 @@ def svdvals(a) -> np.ndarray:
     a = _finite(a, "singular values")
     return _first("singular values", a.shape, [
         ("gesdd", lambda: np.linalg.svd(a, compute_uv=False)),
-        ("gesvd", lambda: scipy.linalg.svd(a, compute_uv=False, lapack_driver="gesvd",
+        ("gesvd", lambda: _scipy().svd(a, compute_uv=False, lapack_driver="gesvd",
                                            check_finite=False)),
     ])
 
@@ -90,14 +97,14 @@ def null_space(a, *, rcond: float | None = None) -> np.ndarray:
     def from_svd() -> np.ndarray:
         _, s, vt = _first("SVD", a.shape, [
             ("gesdd", lambda: np.linalg.svd(a, full_matrices=True)),
-            ("gesvd", lambda: scipy.linalg.svd(a, full_matrices=True, lapack_driver="gesvd",
+            ("gesvd", lambda: _scipy().svd(a, full_matrices=True, lapack_driver="gesvd",
                                                check_finite=False)),
         ])
         rank = int(np.sum(s > tol * s[0])) if s.size and s[0] > 0 else 0
         return vt[rank:].T.conj()
 
     def from_qr() -> np.ndarray:
-        q, r, _ = scipy.linalg.qr(a.T, pivoting=True, check_finite=False)  # aᵀ P = Q R
+        q, r, _ = _scipy().qr(a.T, pivoting=True, check_finite=False)  # aᵀ P = Q R
         d = np.abs(np.diag(r))
         rank = int(np.sum(d > tol * d[0])) if d.size and d[0] > 0 else 0
         return q[:, rank:]
@@ -119,7 +126,7 @@ def lstsq(a, b, *, rcond: float | None = None) -> np.ndarray:
     cond = rcond if rcond is not None else np.finfo(float).eps * max(a.shape)  # NumPy's default
     routes = [("gelsd", lambda: np.linalg.lstsq(a, b, rcond=rcond)[0])]
     for driver in ("gelsy", "gelss"):
-        routes.append((driver, lambda d=driver: scipy.linalg.lstsq(a, b, cond=cond, lapack_driver=d,
+        routes.append((driver, lambda d=driver: _scipy().lstsq(a, b, cond=cond, lapack_driver=d,
                                                                     check_finite=False)[0]))
     return _first("least squares", a.shape, routes)
 
@@ -140,8 +147,8 @@ def pinv(a, *, rcond: float = 1e-15) -> np.ndarray:
 def _eigh_one(a: np.ndarray, values_only: bool):
     return _first("symmetric eigendecomposition", a.shape, [
         ("syevd", lambda: np.linalg.eigvalsh(a) if values_only else np.linalg.eigh(a)),
-        ("syevr", lambda: scipy.linalg.eigh(a, eigvals_only=values_only, driver="evr", check_finite=False)),
-        ("syev", lambda: scipy.linalg.eigh(a, eigvals_only=values_only, driver="ev", check_finite=False)),
+        ("syevr", lambda: _scipy().eigh(a, eigvals_only=values_only, driver="evr", check_finite=False)),
+        ("syev", lambda: _scipy().eigh(a, eigvals_only=values_only, driver="ev", check_finite=False)),
     ])
 
 

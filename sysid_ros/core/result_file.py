@@ -35,7 +35,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,8 +43,10 @@ from sysid_ros.core.atomic import write_atomic
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import json_number, strict_json
 from sysid_ros.core.model.robot import RobotModel
-from sysid_ros.core.model.target import Target
 from sysid_ros.core.result import IdentificationResult
+
+if TYPE_CHECKING:  # (the target module loads the compiled regressor kernels: a type here only)
+    from sysid_ros.core.model.target import Target
 
 __all__ = ["NAME", "SCHEMA_VERSION", "ResultFile"]
 

@@ -9,6 +9,9 @@ import threading
 from collections.abc import Callable
 
 from sysid_ros import headless  # noqa: F401  (before MuJoCo's first import: no OpenGL probe at start)
+from sysid_ros.core.blas import one_thread_from_start
+
+one_thread_from_start()  # before NumPy's first import: a node's linear algebra is small (core/blas.py)
 
 __all__ = ["spin", "stop_quietly_until_spinning"]
 

@@ -54,15 +54,13 @@ from sysid_ros.app.identify import (
     check_choice,
     run_identify,
 )
-from sysid_ros.core.batch.friction_shape import check_sigmoid_option, check_stribeck_velocity
-from sysid_ros.core.batch.identify import check_method
-from sysid_ros.core.blas import single_threaded_blas
+from sysid_ros.core.blas import on_one_thread_from_start, single_threaded_blas
 from sysid_ros.core.data.bag import CSV_SUFFIXES
 from sysid_ros.core.data.columns import ColumnMap, time_scale
 from sysid_ros.core.data.controller import ControllerDescription
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.target import Plausibility
-from sysid_ros.core.online.session import OPTION_HELP, OnlineOptions
+from sysid_ros.core.online.options import OPTION_HELP, OnlineOptions
 from sysid_ros.core.resources import default_robot_path
 from sysid_ros.msg import ParameterEstimate
 from sysid_ros.nodes import spin
@@ -168,7 +166,7 @@ class BatchSolverNode(Node):
         super().__init__("batch_solver", **kwargs)
         # BLAS on one thread for the node's life (small matrices: sysid_ros/core/blas.py), set from
         # this thread: a limit set in the solve's worker thread may not hold (OpenBLAS 0.3.31)
-        self._one_blas_thread = single_threaded_blas()
+        self._one_blas_thread = None if on_one_thread_from_start() else single_threaded_blas()
         declare_parameters(self, PARAMETERS)
         self.add_on_set_parameters_callback(self._validate)
         self._models = RobotModelSource(self)
@@ -188,6 +186,8 @@ class BatchSolverNode(Node):
 
     # -------------------------------------------------------------------------------- params
     def _validate(self, params) -> SetParametersResult:
+        from sysid_ros.core.batch.friction_shape import check_sigmoid_option, check_stribeck_velocity
+
         for prm in params:
             if prm.name == "bandwidth" and not requested_value(self, prm) > 0:
                 return SetParametersResult(successful=False,
@@ -316,6 +316,8 @@ class BatchSolverNode(Node):
         if not request.method:
             raise SysIdError(f"method is empty: expected one of {list(ALL_METHODS)} (there is no default)")
         if request.method not in ALL_METHODS:
+            from sysid_ros.core.batch.identify import check_method
+
             check_method(request.method)  # the one line naming the methods
 
         def progress(stage: str | None, message: str) -> None:
@@ -387,7 +389,8 @@ class BatchSolverNode(Node):
         return path
 
     def destroy_node(self) -> None:
-        self._one_blas_thread.restore_original_limits()
+        if self._one_blas_thread is not None:
+            self._one_blas_thread.restore_original_limits()
         super().destroy_node()
 
 

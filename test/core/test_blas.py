@@ -39,3 +39,27 @@ def test_a_limit_set_from_the_main_thread_holds_in_worker_threads_until_restored
         restored = _blas_threads()
     assert seen and set(seen.values()) == {1}
     assert sum(n == 2 for n in restored.values()) >= 2
+
+
+def _threads_in_a_fresh_process(env: dict[str, str]) -> tuple[list[int], str | None]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, os, sysid_ros.nodes, numpy, scipy.linalg\n"
+            "from threadpoolctl import threadpool_info\n"
+            "print(json.dumps([[i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'], "
+            "os.environ.get('OPENBLAS_NUM_THREADS')]))")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                              "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True,
+                         text=True, timeout=120, check=True)
+    threads, variable = json.loads(out.stdout.strip().splitlines()[-1])
+    return threads, variable
+
+
+def test_a_node_process_runs_its_blas_on_one_thread_from_its_start_unless_the_user_chose():
+    """``sysid_ros.nodes`` (imported before a node's NumPy) sets one thread; a user's count stays."""
+    assert _threads_in_a_fresh_process({}) == ([1, 1], "1")  # NumPy's and SciPy's OpenBLAS
+    assert _threads_in_a_fresh_process({"OPENBLAS_NUM_THREADS": "2"})[1] == "2"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
-from sysid_ros.core.batch.friction_shape import check_sigmoid_option, check_stribeck_velocity
-from sysid_ros.core.data.preprocessing import Preprocessing
 from sysid_ros.core.errors import DataError
+
+if TYPE_CHECKING:  # (both load compiled kernels: imported where used, so that a node reads the
+    # method names without them)
+    from sysid_ros.core.data.preprocessing import Preprocessing
 
 Method = Literal["ols", "wls", "pc_ls", "energy", "wls_logdet", "wls_pullback", "dual_metric", "iv",
                  "pc_iv"]
@@ -37,7 +39,7 @@ class IdentifyOptions:
     """
 
     method: Method = "ols"
-    preprocessing: Preprocessing = field(default_factory=Preprocessing)
+    preprocessing: Preprocessing = field(default_factory=lambda: _default_preprocessing())
     min_speed: float = 0.05
     regularization: float = 0.0
     max_samples: int = 2000
@@ -60,8 +62,16 @@ class IdentifyOptions:
                             f"{self.regularization}")
         if not (np.isfinite(self.min_speed) and self.min_speed >= 0):
             raise DataError(f"min_speed must be a finite number >= 0 rad/s, got {self.min_speed}")
+        from sysid_ros.core.batch.friction_shape import check_sigmoid_option, check_stribeck_velocity
+
         check_stribeck_velocity(self.stribeck_velocity)
         check_sigmoid_option(self.sigmoid_shape)
+
+
+def _default_preprocessing() -> Preprocessing:
+    from sysid_ros.core.data.preprocessing import Preprocessing
+
+    return Preprocessing()
 
 
 #: fewest samples :class:`IdentifyOptions` lets the dual-metric SDP keep (the batch_solver's bound)

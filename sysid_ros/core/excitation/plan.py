@@ -18,7 +18,6 @@ import numpy as np
 from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.data.trajectory_file import TrajectoryFile
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.regressor import torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 
 __all__ = ["MIT_KD_MAX", "MIT_KP_MAX", "ClampReport", "ExcitationPlan", "quintic"]
@@ -167,6 +166,8 @@ class ExcitationPlan:
         self.clamps.add("velocity", np.abs(dq_c - dq) > tol)
         self.clamps.add("acceleration", np.abs(ddq_c - ddq) > tol)
         if self.feedforward:
+            from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when used)
+
             tau = torque_regressor(self.model, q_c, dq_c, ddq_c) @ self.model.nominal
             tau = np.atleast_2d(tau)
             tau_c = np.clip(tau, -lim.torque, lim.torque)

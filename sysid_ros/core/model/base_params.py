@@ -10,14 +10,15 @@ rank. The first ``r`` pivoted columns are independent; the others are combinatio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import IdentificationError
-from sysid_ros.core.model.regressor import torque_regressor
-from sysid_ros.core.model.robot import RobotModel
+
+if TYPE_CHECKING:
+    from sysid_ros.core.model.robot import RobotModel
 
 __all__ = ["BaseParameters", "base_parameters", "poorly_determined", "random_states"]
 
@@ -118,6 +119,8 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
     ``rtol``: a pivot ``|R_kk|`` below ``rtol·|R_00|`` counts as zero. Columns are scaled to
     unit norm before the decomposition so that parameters of different units compete fairly.
     """
+    from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when used)
+
     n = n_samples or max(200, 4 * model.n_params // max(1, model.nv) + 50)
     q, dq, ddq = random_states(model, n, seed=seed)
     return reduce_regressor(torque_regressor(model, q, dq, ddq), model.param_names, rtol=rtol)
@@ -125,6 +128,8 @@ def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: in
 
 def reduce_regressor(y: np.ndarray, names: tuple[str, ...], *, rtol: float = 1e-8) -> BaseParameters:
     """Base-parameter reduction from a well-excited regressor ``Y (..., p)`` with column ``names``."""
+    import scipy.linalg  # (~0.3 s of CPU to import: when used)
+
     p = len(names)
     w = np.asarray(y).reshape(-1, p)
     norms = np.linalg.norm(w, axis=0)

@@ -28,7 +28,6 @@ from sysid_ros.core.model.consistency import (
     model_divergence,
     pseudo_inertia,
 )
-from sysid_ros.core.model.regressor import body_regressor, mass_matrix_regressor, torque_regressor
 from sysid_ros.core.model.robot import (
     BODY_FIELDS,
     JOINT_FIELDS,
@@ -80,6 +79,8 @@ class Target:
 
     def regressor(self, q, dq, ddq) -> tuple[np.ndarray, np.ndarray]:
         """``(Y (N, n, p), τ_known (N, n))`` with ``τ = Y θ + τ_known``."""
+        from sysid_ros.core.model.regressor import body_regressor, torque_regressor  # (compiled kernels)
+
         if self.kind == "arm":
             y = torque_regressor(self.model, q, dq, ddq)
             return y, np.zeros(y.shape[:2])
@@ -108,6 +109,8 @@ class Target:
 
     def mass_matrix(self, q) -> tuple[np.ndarray, np.ndarray]:
         """``(Y_M (N, n, n, p), M_known (N, n, n))`` with ``M = Y_M θ + M_known``."""
+        from sysid_ros.core.model.regressor import mass_matrix_regressor  # (compiled kernels: when used)
+
         if self.kind == "arm":
             ym = mass_matrix_regressor(self.model, q)
             return ym, np.zeros(ym.shape[:3])
@@ -351,6 +354,8 @@ def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | No
     The arm is known: its torque uses every parameter of the MJCF, joint terms included
     (armature, damping, friction loss), whatever joint terms ``model`` was built with.
     """
+    from sysid_ros.core.model.regressor import body_regressor  # (compiled kernels: when used)
+
     if set(model.joint_terms) != set(JOINT_FIELDS):
         model = model.with_joint_terms(JOINT_FIELDS)
     bid = model.body_id(body) if isinstance(body, str) else int(body)

@@ -38,7 +38,6 @@ from typing import NamedTuple
 import numpy as np
 
 from sysid_ros.core.errors import DataError, SysIdError
-from sysid_ros.core.model.regressor import momentum_regressors
 from sysid_ros.core.model.robot import RobotModel
 
 log = logging.getLogger(__name__)
@@ -90,6 +89,8 @@ def momentum_terms(model: RobotModel, theta: np.ndarray, q: np.ndarray, dq: np.n
     ``dq (N, nv)`` (evaluated :data:`CHUNK` samples at a time). ``theta (m, p)``: the terms of
     ``m`` parameter vectors at once, each ``(m, N, nv)`` (the regressors are computed once).
     Coulomb friction as ``Fc·sat(q̇ / REST_VELOCITY)`` (see the module docstring)."""
+    from sysid_ros.core.model.regressor import momentum_regressors  # (compiled kernels: when used)
+
     theta = np.asarray(theta, dtype=float)
     thetas = np.stack([model.check_theta(th) for th in np.atleast_2d(theta)])  # (m, p)
     q, dq = np.atleast_2d(np.asarray(q, dtype=float)), np.atleast_2d(np.asarray(dq, dtype=float))

@@ -12,6 +12,7 @@ import numpy as np
 from sysid_ros.core.blas import single_threaded_blas  # updates: p×p matrices, one thread
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.target import Target
+from sysid_ros.core.online.options import WEIGHTINGS, Weighting
 from sysid_ros.core.online.rls import RecursiveLeastSquares
 from sysid_ros.core.online.rls_logdet import RLSLogDet
 from sysid_ros.core.online.row_weights import ResidualWeights
@@ -23,8 +24,6 @@ from sysid_ros.core.online.rows import (
 )
 
 Estimator = Literal["rls", "rls_logdet", "mhe"]
-Weighting = Literal["fixed", "adaptive"]
-WEIGHTINGS: tuple[str, ...] = ("fixed", "adaptive")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from sysid_ros.core.model.regressor import momentum_regressors, torque_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalFilter
+from sysid_ros.core.online.options import DISCRETISATIONS, Discretisation
 
 Regression = Literal["force", "momentum", "conservation"]
 
@@ -162,9 +163,6 @@ class _EulerWindow:
     scheme: str = "euler"
 
 
-#: the momentum rows' discretisations (:class:`MomentumRows`)
-Discretisation = Literal["auto", "trapezoidal", "euler"]
-DISCRETISATIONS = ("auto", "trapezoidal", "euler")
 
 
 class IntegrationScheme:
