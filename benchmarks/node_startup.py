@@ -2,11 +2,28 @@
 
 Each node is started as ``ros2 run`` starts it (``python -m sysid_ros.nodes.<node>`` with its
 ``config/<node>.yaml``, in a private DDS domain on loopback) and timed from ``Popen`` to the log line
-its constructor writes last (time-to-ready: parameters, model, publishers and subscriptions in
-place); then SIGINT, and the time until the process has exited and its status. Under ``--hogs N``
-each measurement runs beside ``stress-ng --cpu N`` (started for at most 60 s per node, stopped
-after it). Targets (issue 24): ready under 3 s beside two CPU hogs, exit within 2 s of SIGINT,
-status 0. The load average before each run is printed: the host is shared.
+its constructor writes last; then SIGINT, and the time until the process has exited and its status.
+Under ``--hogs N`` each measurement runs beside ``stress-ng --cpu N`` (started for at most 60 s per
+node, stopped after it). Targets (issue 24): ready under 3 s beside two CPU hogs, exit within 2 s of
+SIGINT, status 0. The load average before each run is printed: the host is shared.
+
+What the figures mean:
+
+* **start-up (ready)** [s of wall time]: ``Popen`` to the constructor's last log line. By then the
+  interpreter has started, the node's modules are imported, its parameters declared, its model
+  loaded and (estimator) its target's base parameters and session built, and every publisher,
+  subscription, service and timer is in place: a message published from then on is received and
+  a service call answered. Nothing of the node's is deferred to after that line (the estimator's
+  compiled kernels are typed in its constructor), so no "time to first output" differs from it but
+  by the work of that output itself.
+* **cpu** [s]: user + system CPU time of the node's process (every thread) at that line,
+  ``/proc/<pid>/stat``: what start-up costs whatever share of the cores the host leaves it.
+* **share** = cpu / ready: the cores' worth the process got while starting. A start-up that only
+  computes has ``share`` ≈ min(1, cores / runnable tasks) (2 cores at load 20: ~0.1); a start-up
+  that waits (a sleep, a timer, DDS discovery, a thread that cannot get a core) has less. Wall time
+  beyond ``cpu / share`` of that kind would be a wait; none was found (constructor timelines with
+  ``time.perf_counter``/``time.process_time`` marks, ``python -X importtime``): on this host the
+  wall time is the CPU time divided by the share the load leaves.
 
     python benchmarks/node_startup.py [--hogs 0 2] [--repeat 3] [--nodes mujoco_sim estimator ...]
 """
@@ -100,8 +117,8 @@ def main() -> None:
         sys.exit("stress-ng not found (apt-get install stress-ng)")
     for hogs in args.hogs:
         print("== beside " + (f"stress-ng --cpu {hogs}" if hogs else "nothing of ours"))
-        print(f"{'node':22s} {'ready p50':>10s} {'ready max':>10s} {'cpu p50':>8s} {'exit p50':>9s} "
-              f"{'exit max':>9s}  "
+        print(f"{'node':22s} {'ready p50':>10s} {'ready max':>10s} {'cpu p50':>8s} {'share':>6s} "
+              f"{'exit p50':>9s} {'exit max':>9s}  "
               "status  load before")
         for node in args.nodes:
             ready, cpu, stop, codes, loads = [], [], [], [], []
@@ -121,8 +138,9 @@ def main() -> None:
                 cpu.append(u)
                 stop.append(s)
                 codes.append(c)
+            share = statistics.median(u / r for u, r in zip(cpu, ready, strict=True))
             print(f"{node:22s} {statistics.median(ready):9.2f}s {max(ready):9.2f}s "
-                  f"{statistics.median(cpu):7.2f}s "
+                  f"{statistics.median(cpu):7.2f}s {share:6.2f} "
                   f"{statistics.median(stop):8.2f}s {max(stop):8.2f}s  {sorted(set(codes))}  "
                   f"{' '.join(f'{v:.1f}' for v in loads)}")
 
