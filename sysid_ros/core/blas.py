@@ -17,8 +17,8 @@ a worker at load 5.6: 1.2 s limited there, 0.24 s limited from the main thread).
 
 A node process is on one thread from its start (:func:`one_thread_from_start`, called by
 ``sysid_ros.nodes`` before NumPy loads): an idle OpenBLAS thread spins for a while after each call,
-and at start-up the estimator's base-parameter QR (``(1200, 60)``) and SVD cost 1.3 s of CPU on the
-default two threads against 0.6 s on one (load 12–15, ``benchmarks/node_startup.py``).
+and the estimator's constructor (its base-parameter QR ``(1200, 60)`` and SVD) cost 1.7–1.9 s of CPU
+on the default two threads against 0.6–0.8 s on one (load 14–15, two runs each).
 """
 
 from __future__ import annotations
