@@ -106,6 +106,8 @@ NODE_PARAMETERS = (
     ("process_rate", 25.0, "batch processing rate [Hz] (each wake-up costs ~0.5-1 ms of executor: "
                            "larger batches cost less per sample)"),
     ("max_queue", 20000, "queued samples before the oldest are reported and dropped"),
+    ("stop_budget", 0.5, "[s of wall time] a backlog left at a stop request is worked off this long at "
+                         "most, the rest counted as unprocessed (launch escalates to SIGTERM after 5 s)"),
     ("reliable_input", False, "RELIABLE joint states (simulation, bag replay) instead of best effort "
                               "(set at start)"),
     ("output_dir", "sysid_estimates", "where ~/save writes"),
@@ -142,10 +144,6 @@ class EstimatorNode(Node):
     STOP_GRACE = 1.0
     #: [s of data at the nominal rate] most samples one processing step takes from a backlog
     CHUNK = 0.5
-    #: [s of wall time] a backlog left at a stop is worked off this long at most (then the rest is
-    #: counted as unprocessed): behind by thousands of samples on a busy host, finishing them took
-    #: past launch's SIGTERM and SIGKILL (exit -9)
-    STOP_BUDGET = 0.5
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
@@ -195,13 +193,16 @@ class EstimatorNode(Node):
         return len(self._queue)
 
     def destroy_node(self) -> None:
-        """Process what is queued (for :attr:`STOP_BUDGET` at most), then say what the session saw
+        """Process what is queued (for ``stop_budget`` s at most), then say what the session saw
         (and lost, and left unprocessed) before leaving."""
         if not hasattr(self, "session"):  # refused while starting (its one line is said): nothing ran
             return super().destroy_node()
         try:
             chunk = max(int(self.CHUNK * self.options.sample_rate), 1)
-            deadline = time.monotonic() + self.STOP_BUDGET
+            # behind by thousands of samples on a busy host, finishing them all took past launch's
+            # SIGTERM and SIGKILL (exit -9): stop_budget [s] at most, the rest counted
+            budget = float(self._get("stop_budget"))
+            deadline = time.monotonic() + budget
             while len(self._queue) > chunk and time.monotonic() < deadline:
                 self._process(intake=False)  # one chunk of the backlog
             left = len(self._queue) if len(self._queue) > chunk else 0
@@ -211,7 +212,7 @@ class EstimatorNode(Node):
                 f"{k} {v}" for k, v in {**self.session.counters, "unprocessed": left}.items()))
             if left:
                 self.get_logger().warning(f"{left} queued samples left unprocessed: the backlog is worked "
-                                          f"off {self.STOP_BUDGET:g} s at most after a stop request")
+                                          f"off {budget:g} s at most after a stop request (stop_budget)")
         except Exception as exc:
             self.get_logger().error(f"could not process the last samples: {exc}")
         super().destroy_node()

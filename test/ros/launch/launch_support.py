@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import time
 
+#: [s] launch_testing's wait for the launch to have started its processes (its default, 15 s, ran
+#: out at load 36 beside CPU hogs: "Timed out waiting for processes to start up")
+STARTUP = 180.0
+
 
 def use_private_domain() -> str:
     """Set and return this process's ``ROS_DOMAIN_ID`` (before any ROS context or launch starts)."""

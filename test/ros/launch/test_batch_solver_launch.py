@@ -26,13 +26,14 @@ import launch
 pytestmark = pytest.mark.launch
 # DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import package_launch, use_private_domain  # noqa: E402
+from launch_support import STARTUP, package_launch, use_private_domain  # noqa: E402
 
 use_private_domain()
 WORK = Path(tempfile.mkdtemp(prefix="sysid_batch_launch_"))
 
 
 @pytest.mark.launch_test
+@launch_testing.ready_to_test_action_timeout(STARTUP)
 @pytest.mark.timeout(600)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("batch_solver.launch.py", {

@@ -35,7 +35,7 @@ from sysid_ros.nodes.qos import LATCHED
 pytestmark = pytest.mark.launch
 # DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import package_launch, spin_until, use_private_domain  # noqa: E402
+from launch_support import STARTUP, package_launch, spin_until, use_private_domain  # noqa: E402
 
 use_private_domain()
 UR5E = Path(__file__).resolve().parents[2] / "robots" / "ur5e.xml"
@@ -44,6 +44,7 @@ TIMEOUT = 480.0  # [s] for the whole run on a loaded 2-core machine (start-up al
 
 
 @pytest.mark.launch_test
+@launch_testing.ready_to_test_action_timeout(STARTUP)
 @pytest.mark.timeout(900)  # the run's own bounded waits, past pytest.ini's 300 s
 def generate_test_description():
     include = package_launch("ros2_control_identify.launch.py", {

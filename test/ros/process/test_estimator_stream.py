@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -284,3 +286,38 @@ def test_parameters_changed_at_run_time_apply_or_are_refused(run, feeder, ros_do
     assert "parameters ['alpha'] changed: the estimate restarts from its prior" in log
     assert "['process_rate'] changed: timers restarted" in log
     assert counters(log)["received"] == len(run)
+
+
+@pytest.mark.timeout(300)
+def test_a_stop_leaves_a_backlog_counted_instead_of_working_it_off(run, feeder, ros_domain_id):
+    """A stop request works off a backlog for ``stop_budget`` s at most and counts the rest: behind
+    by thousands of samples on a busy host, the estimator processed them all after the SIGINT and
+    launch killed it (SIGTERM after 5 s, SIGKILL after 15 s: exit -9). Here nothing is processed
+    while it runs (``process_rate`` 0.001 Hz), the queue is held at ``max_queue`` 2000 by a
+    3,000-sample burst, and ``stop_budget`` 0: the node exits 0 saying 2000 unprocessed."""
+    proc = start_estimator(ros_domain_id, "-p", "process_rate:=0.001", "-p", "max_queue:=2000",
+                           "-p", "stop_budget:=0.0")
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    f = feeder()
+    try:
+        f.wait_for_estimator(proc)
+        f.send(run, np.round(run.t * 1e9).astype(np.int64))
+        wait_until(lambda: any("oldest queued sample dropped" in line for line in lines), TIMEOUT,
+                   "the queue to be full (the drop warning)", proc)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10)
+    log = "".join(lines)
+    assert proc.returncode == 0, log[-3000:]
+    seen = counters(log)
+    assert seen["unprocessed"] == 2000 and seen["received"] == 0, seen
+    assert "2000 queued samples left unprocessed: the backlog is worked off 0 s at most after a stop " \
+           "request (stop_budget)" in log, log[-3000:]
