@@ -12,6 +12,7 @@ setup:
 demo: setup
 	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
+# --durations/--cpu-durations: where the time went (wall, and CPU seconds whatever the load; test/README.md).
 # PARALLEL="-n 2 --dist loadfile": two pytest-xdist workers, a test file to each at a time (module
 # fixtures computed once; test/conftest.py gives each worker its own DDS domains). Off by default
 # until a whole run with it is green on a loaded host (7 failures in the first, at load 6-23).
@@ -19,7 +20,7 @@ PARALLEL ?=
 
 test: setup
 	@tools/install_browser.sh
-	@$(ENV) && ruff check . && lint-imports && python -m pytest $(PARALLEL)
+	@$(ENV) && ruff check . && lint-imports && python -m pytest --durations=25 --cpu-durations=25 $(PARALLEL)
 
 # the unit tier without its slow tests (test/README.md): a quick check while working
 test-fast: setup

@@ -105,7 +105,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     count = config.getoption("cpu_durations")
     if not count or not _CPU:
         return
-    terminalreporter.write_sep("=", f"most CPU time: {count} of {len(_CPU)} tests "
+    terminalreporter.write_sep("=", f"most CPU time: {min(count, len(_CPU))} of {len(_CPU)} tests "
                                     f"({sum(_CPU.values()):.1f} CPU s in all)")
     for nodeid, seconds in sorted(_CPU.items(), key=lambda kv: -kv[1])[:count]:
         terminalreporter.write_line(f"{seconds:8.2f} CPU s  {nodeid}")
