@@ -199,7 +199,7 @@ def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
 
 @pytest.mark.xfail(strict=False, reason=(
     "the data's CoM z bias is fixed (commands from a thread on the states' clock: 1.7-3.5 % of "
-    "cycles missed at load 19-21, was 83 %; batch rows of resting joints left out): `sysid identify` "
+    "cycles missed at load 18-23, ~90 % before; batch rows of resting joints left out): `sysid identify` "
     "on this test's bags gives CoM z 60.0-60.9 mm (pc_ls, rls_logdet) at load 20, also with 20,000 "
     "states lost. Open: at load ~20 the estimator node (~0.5-1 ms a sample) falls more than the "
     "bridge's 2,000-state history behind, DDS drops samples for it (12,840 in one run) and its "
