@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from sysid_ros.core.errors import DataError
+from sysid_ros.core.jit import numba
 
 __all__ = ["butterworth", "default_padlen", "run_sections", "sosfilt", "steady_state"]
 

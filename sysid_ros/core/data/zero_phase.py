@@ -20,10 +20,10 @@ Kernels are compiled on first use and cached on disk, and release the GIL.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from sysid_ros.core.data.butterworth import run_sections, steady_state
+from sysid_ros.core.jit import numba
 
 __all__ = ["sosfiltfilt_rows"]
 

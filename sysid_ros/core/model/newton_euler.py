@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from sysid_ros.core.jit import numba
 from sysid_ros.core.model.robot import RobotModel
 
 __all__ = [

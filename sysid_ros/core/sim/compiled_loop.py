@@ -23,11 +23,13 @@ import functools
 from pathlib import Path
 
 import mujoco
-import numba
 import numpy as np
 from llvmlite import ir
-from numba import types
-from numba.core.extending import intrinsic
+
+from sysid_ros.core.jit import numba
+
+types = numba.types
+intrinsic = numba.core.extending.intrinsic
 
 __all__ = ["available", "step_closed_loop"]
 
