@@ -13,9 +13,11 @@ demo: setup
 	@$(ENV) && python -m sysid_ros.cli demo --out "$(OUT)"
 
 # --durations/--cpu-durations: where the time went (wall, and CPU seconds whatever the load; test/README.md).
-# PARALLEL="-n 2 --dist loadfile": two pytest-xdist workers, a test file to each at a time (module
-# fixtures computed once; test/conftest.py gives each worker its own DDS domains). Off by default
-# until a whole run with it is green on a loaded host (7 failures in the first, at load 6-23).
+# PARALLEL="-n 2 --dist loadgroup": two pytest-xdist workers; every test that starts a ROS graph
+# (test/ros, the docs' ros2 lines) on one of them, one after the other as in a serial run, the unit
+# and acceptance files spread a file at a time (module fixtures computed once; test/conftest.py
+# gives each worker its own DDS domains). Off by default until a whole run with it is green on a
+# loaded host (-n 2 --dist loadfile, graphs on both workers: 7 failures at load 6-23).
 PARALLEL ?=
 
 test: setup

@@ -26,7 +26,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 _range = os.environ.get("SYSID_TEST_DOMAINS", "").strip()
 _lo, _hi = (int(v) for v in _range.split("-")) if _range else (1, 100)
 _start = 0 if _range else (os.getpid() % 50) * 2  # where in the range this process begins
-# pytest-xdist (make test PARALLEL="-n 2 --dist loadfile"): worker k of n takes the k-th of n blocks of
+# pytest-xdist (make test PARALLEL="-n 2 --dist loadgroup"): worker k of n takes the k-th of n blocks of
 # the range, so two workers never share a domain; SYSID_TEST_DOMAINS and ROS_DOMAIN_ID are set to
 # its block for what reads them later (launch_support.use_private_domain, child processes).
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -50,10 +50,20 @@ _TIERS = {"core": _UNIT, "hardware": _UNIT, "nodes": _UNIT, "cli": _UNIT, "oracl
           "support": _UNIT, "ros": _ROS, "acceptance": _ACCEPTANCE}
 
 
+#: files whose tests start ROS graphs (DDS participants, node processes): under pytest-xdist with
+#: ``--dist loadgroup`` they all run on one worker, one after the other, as in a serial run
+_GRAPH_GROUP = "ros_graphs"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark every test by its directory: unit (core, hardware, nodes, cli), ros (ros/*; launch
     also for ros/launch), acceptance; ros and acceptance are also slow. A unit test marked slow
-    in its file stays out of ``make test-fast`` (``-m "unit and not slow"``)."""
+    in its file stays out of ``make test-fast`` (``-m "unit and not slow"``).
+
+    And its ``xdist_group`` (used by ``--dist loadgroup``): the tests under ros/ and the docs'
+    ros2 lines share one group (never two graphs at once, never two in one DDS domain block);
+    any other file is a group of its own (its module fixtures computed once)."""
     for item in items:
         try:
             parts = Path(str(item.path)).resolve().relative_to(_TEST_DIR).parts
@@ -64,6 +74,8 @@ def pytest_collection_modifyitems(config, items) -> None:
             tiers = (*tiers, "launch")
         for name in tiers:
             item.add_marker(name)
+        graphs = parts[0] == "ros" or parts[-1] == "test_docs_ros2.py"
+        item.add_marker(pytest.mark.xdist_group(_GRAPH_GROUP if graphs else "/".join(parts)))
 
 
 def pytest_sessionstart(session) -> None:
