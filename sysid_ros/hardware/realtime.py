@@ -78,8 +78,15 @@ class RealtimeGrant:
         log.warning("%s", text)
 
 
+#: SCHED_FIFO with SCHED_RESET_ON_FORK: a process or thread started from a real-time thread (a
+#: test runner that ran a bridge in-process, a node that spawns a helper) starts with normal
+#: scheduling instead of inheriting real-time priority (seen: pytest's later node processes and a
+#: simulator at SCHED_FIFO 1, starving the normally scheduled estimator)
+_FIFO = os.SCHED_FIFO | getattr(os, "SCHED_RESET_ON_FORK", 0) if hasattr(os, "SCHED_FIFO") else 0
+
+
 def _policy_text() -> str:
-    policy = os.sched_getscheduler(0)
+    policy = os.sched_getscheduler(0) & ~getattr(os, "SCHED_RESET_ON_FORK", 0)  # the flag is or-ed in
     names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
     name = names.get(policy, f"policy {policy}")
     if policy in (os.SCHED_FIFO, os.SCHED_RR):
@@ -129,7 +136,7 @@ def request_realtime(priority: int, *, lock_memory: bool = True) -> RealtimeGran
         refused.append("SCHED_FIFO: not available on this platform")
     else:
         try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))  # 0: this thread
+            os.sched_setscheduler(0, _FIFO, os.sched_param(priority))  # 0: this thread
             granted = True
         except OSError as exc:
             refused.append(f"SCHED_FIFO priority {priority}: [Errno {exc.errno}] {exc.strerror}")
@@ -154,8 +161,8 @@ def raise_process_threads(priority: int, *, python_threads: bool = True,
     still preempts them all. Other native threads (BLAS workers, which spin) are left alone, and so
     are the ids in ``exclude``: a CPU-bound real-time thread would run into the kernel's real-time
     throttling, which stops every real-time thread of the CPU for the rest of the second.
-    Threads created later inherit their creator's policy. Returns ``(thread ids raised, why
-    not)``; never raises (:func:`restore_threads` undoes it)."""
+    Threads and processes created later start with normal scheduling (SCHED_RESET_ON_FORK).
+    Returns ``(thread ids raised, why not)``; never raises (:func:`restore_threads` undoes it)."""
     raised: list[int] = []
     refused = ""
     try:
@@ -175,9 +182,9 @@ def raise_process_threads(priority: int, *, python_threads: bool = True,
             if not name.startswith(prefixes):
                 continue
         try:
-            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+            if os.sched_getscheduler(tid) & ~getattr(os, "SCHED_RESET_ON_FORK", 0) != os.SCHED_OTHER:
                 continue
-            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+            os.sched_setscheduler(tid, _FIFO, os.sched_param(priority))
             raised.append(tid)
         except ProcessLookupError:  # ended meanwhile
             continue

@@ -5,18 +5,11 @@ excitation, the finite Fourier series (exact analytic derivatives; coefficients 
 JSON file or optimised for the base regressor's condition number) and a ramp back to rest, all
 clamped to the joint and motor limits, with the nominal model's feed-forward torque.
 
-Commands follow the joint states' time, sent by a command thread of their own: it wakes at
-``rate`` [Hz] on a fixed schedule (``SCHED_FIFO`` at ``realtime_priority`` where the host allows
-it, said once if not) and commands the trajectory at the states' time *now*, read from the
-monotonic clock through the received stamps (:class:`~sysid_ros.core.excitation.state_clock.StateClock`:
-the least-delayed recent state gives the offset, their slope the real-time factor). So the run
-follows simulated time at any real-time factor without ``/clock``, one command per cycle however
-the states are delivered (a subscriber paced by the states it gets commanded at ~55 Hz in steps on
-a busy host), and when the measurements stop for ``state_timeout`` the commands stop too (the
-motors' or simulator's command watchdog then takes over: fail-safe). A wake-up later than a
-period skips the cycles it missed (never a burst of catch-up commands) and counts them: the count
-is logged when the run is done. When the run is over the node says so on ``~/done`` (latched
-``std_msgs/Bool``) and keeps commanding the rest pose.
+Commands are paced by the joint states themselves: each state (decimated to ``rate`` [Hz] by its
+stamp) gets the command of its time since the start. So the run follows simulated time at any
+real-time factor without ``/clock``, and when the measurements stop the commands stop too (the
+motors' or simulator's command watchdog then takes over: fail-safe). When the run is over the
+node says so on ``~/done`` (latched ``std_msgs/Bool``) and keeps commanding the rest pose.
 
 With ``lockstep: true`` (a ``mujoco_sim`` in lockstep mode waits for this node) the run is
 deterministic: it starts at the stamp of the joint state it was planned from (the simulator
@@ -56,7 +49,6 @@ is) and an error naming the silence.
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 from diagnostic_msgs.msg import KeyValue
@@ -73,7 +65,6 @@ from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.design import choose_excitation
 from sysid_ros.core.excitation.plan import ExcitationPlan
-from sysid_ros.core.excitation.state_clock import StateClock
 from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
@@ -126,10 +117,8 @@ PARAMETERS = (
      "ros2_control: excite until every required direction of estimator/precision has a relative "
      "std <= this (0 = excitation_time)"),
     ("max_duration", 120.0, "until_precision: longest approach + excitation [s] before returning"),
-    ("state_timeout", 1.0, "not lockstep: stop commanding (MIT) or stop the run (ros2_control) after "
-                           "this silence of the joint states [s, wall clock]"),
-    ("realtime_priority", 40, "MIT commands, not lockstep: SCHED_FIFO priority of the command thread "
-                              "(0 = normal scheduling; below the bridge's control loop)"),
+    ("state_timeout", 1.0, "ros2_control, not lockstep: stop the run after this silence of the "
+                           "joint states [s, wall clock]"),
 )
 #: [s] outside lockstep, a ros2_control run starts this long after the newest joint state (the
 #: first message reaches the controller before it is due)
@@ -197,15 +186,6 @@ class TrajectoryPublisherNode(Node):
             self.create_subscription(KeyValue, READY_TOPIC, self._on_ready, READY)
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
-        # MIT commands outside lockstep: a thread of their own at `rate` on the states' clock
-        self._clock = StateClock(timeout=float(self._get("state_timeout")))
-        self._cycles = self._missed = 0  # command cycles of the current run: sent, missed (late wake-ups)
-        self._stop_commands = threading.Event()
-        self._commander: threading.Thread | None = None
-        if self.interface == "motor_command" and not self.lockstep:
-            self._raise_threads()
-            self._commander = threading.Thread(target=self._command_loop, name="commands", daemon=True)
-            self._commander.start()
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
                                f"{self.trajectory.period:g} s; waiting for joint states")
 
@@ -282,7 +262,6 @@ class TrajectoryPublisherNode(Node):
             if self._unstamped:
                 stamp = self.get_clock().now().nanoseconds * 1e-9
             self._latest = (q, stamp)
-            self._clock.observe(stamp, time.monotonic())
             self._tick(q, stamp)
 
     def _on_start(self, _request, response):
@@ -333,7 +312,6 @@ class TrajectoryPublisherNode(Node):
             self._samples = self.plan.sampled(max(1000.0, 2.0 / self._period))
             self._t0, self._last_sent, self._start_requested = None, -np.inf, False
             self._grid = 0
-            self._cycles = self._missed = 0
             if not self.lockstep:
                 return
         if self._t0 is None:
@@ -349,58 +327,10 @@ class TrajectoryPublisherNode(Node):
                     break
                 self._send(g)
                 self._grid += 1
-        # not lockstep: the command thread sends (_command_loop)
-
-    def _command_loop(self) -> None:
-        """The command thread (MIT, not lockstep): one command per period on a fixed schedule, at
-        the states' time now; late wake-ups skip the cycles they missed (counted, never sent in a
-        burst). Nothing is sent before a run starts or while the states are silent."""
-        from sysid_ros.hardware.realtime import request_realtime
-
-        grant = request_realtime(int(self._get("realtime_priority")), lock_memory=False)
-        if grant.priority and not grant.granted:
-            self.get_logger().warning(f"command thread: normal scheduling ({grant.refused}); on a busy host "
-                                      "it can miss command cycles (counted when the run is done)")
-        period = self._period
-        due = time.monotonic()
-        while not self._stop_commands.is_set():
-            with self._lock:
-                running = self.plan is not None and self._t0 is not None
-                if running:
-                    t = self._clock.now(time.monotonic())
-                    if t is not None:
-                        self._send(max(t, self._t0))
-                        if not self._done:
-                            self._cycles += 1
-            due += period
-            now = time.monotonic()
-            if now > due:  # overran or woke late: skip the lost cycles, keep the phase
-                skipped = int((now - due) // period) + 1
-                due += skipped * period
-                with self._lock:
-                    if running and not self._done:
-                        self._missed += skipped
-            time.sleep(max(due - time.monotonic(), 0.0))
-
-    def _raise_threads(self) -> None:
-        """With a real-time command thread: this process's other threads (this one, which becomes
-        the executor's parent, and the DDS threads) at SCHED_FIFO 1, as the bridge does: a normal
-        thread preempted by a CPU hog while it holds the GIL or a DDS writer lock stalls the
-        command thread for the hog's time slice (half the cycles were missed at load 19 without)."""
-        if int(self._get("realtime_priority")) <= 0:
             return
-        from sysid_ros.hardware.realtime import raise_process_threads
-
-        _, refused = raise_process_threads(1)
-        if refused:
-            self.get_logger().warning(f"the node's other threads keep normal scheduling ({refused}): on a "
-                                      "busy host the command thread can miss cycles")
-
-    def destroy_node(self) -> None:
-        self._stop_commands.set()
-        if self._commander is not None and self._commander is not threading.current_thread():
-            self._commander.join(timeout=1.0)
-        super().destroy_node()
+        if stamp - self._last_sent < 0.75 * self._period:
+            return  # decimate the state stream down to the command rate (and drop out-of-order states)
+        self._send(stamp)
 
     def _heartbeat(self, stamp: float) -> None:
         """Lockstep, no run: an empty command (nothing changes) so the simulator may go on."""
@@ -421,11 +351,7 @@ class TrajectoryPublisherNode(Node):
         if t >= self.plan.duration and not self._done:
             self._done = True
             self._done_pub.publish(Bool(data=True))
-            cycles = ("" if self.lockstep else
-                      f"; {self._missed} of {self._cycles + self._missed} command cycles missed (late "
-                      "wake-ups of the command thread, skipped)")
-            self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}{cycles}); "
-                                   "holding the rest pose")
+            self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}); holding the rest pose")
 
     # -------------------------------------------------------------------------- ros2_control
     def _setup_ros2_control(self) -> None:
