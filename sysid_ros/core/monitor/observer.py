@@ -110,16 +110,19 @@ def _sign_terms_at_rest(model: RobotModel, thetas: np.ndarray, dq: np.ndarray) -
     and ``−Fs·exp(−|q̇|/q̇s)·sign(q̇)``, take ``sat(q̇ / REST_VELOCITY)`` for ``sign(q̇)``:
     ``(Fc + Fs·exp(−|q̇|/q̇s))·(sign(q̇) − sat(q̇ / REST_VELOCITY))`` (0 above it)."""
     shape = np.sign(dq) - np.clip(dq / REST_VELOCITY, -1.0, 1.0)  # (N, nv)
-    return (_joint_term(model, thetas, "Fc")[:, None, :]
-            + _joint_term(model, thetas, "Fs")[:, None, :] * np.exp(-np.abs(dq) / model.stribeck_velocity)
-            ) * shape[None]
+    fc, fs = _joint_terms(model, thetas, ("Fc", "Fs"))
+    return (fc[:, None, :] + fs[:, None, :] * np.exp(-np.abs(dq) / model.stribeck_velocity)) * shape[None]
 
 
-def _joint_term(model: RobotModel, thetas: np.ndarray, term: str) -> np.ndarray:
-    """``(m, nv)``: each parameter vector's ``<joint>.<term>`` per dof (0 where not identified)."""
+def _joint_terms(model: RobotModel, thetas: np.ndarray, terms: tuple[str, ...]) -> list[np.ndarray]:
+    """Per term, ``(m, nv)``: each parameter vector's ``<joint>.<term>`` per dof (0 where not
+    identified)."""
     index = {name: i for i, name in enumerate(model.param_names)}
-    cols = np.array([index.get(f"{joint}.{term}", -1) for joint in model.dof_joint_names])
-    return np.stack([np.where(cols >= 0, th[cols], 0.0) for th in thetas])
+    values = []
+    for term in terms:
+        cols = np.array([index.get(f"{joint}.{term}", -1) for joint in model.dof_joint_names])
+        values.append(np.stack([np.where(cols >= 0, th[cols], 0.0) for th in thetas]))
+    return values
 
 
 def _check_gain(gain: float) -> float:
