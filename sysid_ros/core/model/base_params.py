@@ -4,7 +4,10 @@ For a well-excited regressor ``W (m, p)`` (random configurations, velocities and
 within limits), ``W P = Q [R₁ R₂]`` with ``R₁ (r, r)`` upper-triangular and ``r`` the numerical
 rank. The first ``r`` pivoted columns are independent; the others are combinations of them,
 ``W_d = W_i K`` with ``K = R₁⁻¹ R₂``. Hence ``W θ = W_i β`` with the base parameters
-``β = θ_i + K θ_d = B θ``. The reduction depends only on the model's structure, not on data.
+``β = θ_i + K θ_d = B θ``. The reduction depends only on the model's structure, not on data:
+:func:`base_parameters` and :func:`body_base_parameters` keep it on disk, keyed by that structure
+(:mod:`.base_cache`), so a process that needs a model's reduction computed before reads it back
+instead of setting up the compiled regressor.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import numpy as np
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import IdentificationError
+from sysid_ros.core.model.base_cache import cached_arrays, structure_key
 
 if TYPE_CHECKING:
     from sysid_ros.core.model.robot import RobotModel
 
-__all__ = ["BaseParameters", "base_parameters", "poorly_determined", "random_states"]
+__all__ = ["BaseParameters", "base_parameters", "body_base_parameters", "poorly_determined",
+           "random_states"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,28 @@ class BaseParameters:
             "condition_number": self.condition_number,
         }
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every field as a NumPy array (strings as unicode arrays): what :mod:`.base_cache` stores."""
+        return {"param_names": np.array(self.param_names, dtype=str),
+                "independent": np.asarray(self.independent, dtype=np.int64),
+                "dependent": np.asarray(self.dependent, dtype=np.int64),
+                "regrouping": np.asarray(self.regrouping, dtype=float),
+                "matrix": np.asarray(self.matrix, dtype=float),
+                "names": np.array(self.names, dtype=str),
+                "condition_number": np.array(self.condition_number, dtype=float)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> BaseParameters:
+        """The reduction :meth:`to_arrays` gave (the same values, bit for bit)."""
+        p = len(arrays["param_names"])
+        rank = len(arrays["independent"])
+        return cls(tuple(str(n) for n in arrays["param_names"]),
+                   np.asarray(arrays["independent"], dtype=np.int64).reshape(rank),
+                   np.asarray(arrays["dependent"], dtype=np.int64).reshape(p - rank),
+                   np.asarray(arrays["regrouping"], dtype=float).reshape(rank, p - rank),
+                   np.asarray(arrays["matrix"], dtype=float).reshape(rank, p),
+                   tuple(str(n) for n in arrays["names"]), float(arrays["condition_number"]))
+
 
 def poorly_determined(beta: np.ndarray, std: np.ndarray) -> np.ndarray:
     """Which base parameters the data barely determine, ``(r,)`` bool: a standard deviation larger
@@ -114,16 +141,38 @@ def random_states(model: RobotModel, n: int, *, seed: int = 0, speed: float = 2.
 
 def base_parameters(model: RobotModel, *, n_samples: int | None = None, seed: int = 0,
                     rtol: float = 1e-8) -> BaseParameters:
-    """Numerical base-parameter reduction of ``model`` (see module docstring).
+    """Numerical base-parameter reduction of ``model`` (see module docstring), from the disk
+    cache when computed before (:mod:`.base_cache`: the same values).
 
     ``rtol``: a pivot ``|R_kk|`` below ``rtol·|R_00|`` counts as zero. Columns are scaled to
     unit norm before the decomposition so that parameters of different units compete fairly.
     """
-    from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when used)
-
     n = n_samples or max(200, 4 * model.n_params // max(1, model.nv) + 50)
-    q, dq, ddq = random_states(model, n, seed=seed)
-    return reduce_regressor(torque_regressor(model, q, dq, ddq), model.param_names, rtol=rtol)
+
+    def compute() -> dict[str, np.ndarray]:
+        from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when used)
+
+        q, dq, ddq = random_states(model, n, seed=seed)
+        return reduce_regressor(torque_regressor(model, q, dq, ddq), model.param_names,
+                                rtol=rtol).to_arrays()
+
+    key = structure_key(model, ("torque", n, seed, rtol))
+    return BaseParameters.from_arrays(cached_arrays(key, model.param_names, compute))
+
+
+def body_base_parameters(model: RobotModel, body: int, names: tuple[str, ...], *, n_samples: int = 300,
+                         seed: int = 0, rtol: float = 1e-8) -> BaseParameters:
+    """Base-parameter reduction of the 10 columns of one moving ``body`` (MuJoCo id), e.g. of a
+    payload rigidly attached to it, named ``names`` (10); from the disk cache when computed before."""
+    def compute() -> dict[str, np.ndarray]:
+        from sysid_ros.core.model.regressor import body_regressor  # (compiled kernels: when used)
+
+        q, dq, ddq = random_states(model, n_samples, seed=seed)
+        y_b, _ = body_regressor(model, body, q, dq, ddq)
+        return reduce_regressor(y_b, names, rtol=rtol).to_arrays()
+
+    key = structure_key(model, ("body", int(body), tuple(names), n_samples, seed, rtol))
+    return BaseParameters.from_arrays(cached_arrays(key, tuple(names), compute))
 
 
 def reduce_regressor(y: np.ndarray, names: tuple[str, ...], *, rtol: float = 1e-8) -> BaseParameters:

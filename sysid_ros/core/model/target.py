@@ -19,7 +19,7 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.model.base_params import (
     BaseParameters,
     base_parameters,
-    random_states,
+    body_base_parameters,
     reduce_regressor,
 )
 from sysid_ros.core.model.consistency import (
@@ -354,15 +354,12 @@ def payload_target(model: RobotModel, body: int | str, *, prior: np.ndarray | No
     The arm is known: its torque uses every parameter of the MJCF, joint terms included
     (armature, damping, friction loss), whatever joint terms ``model`` was built with.
     """
-    from sysid_ros.core.model.regressor import body_regressor  # (compiled kernels: when used)
-
     if set(model.joint_terms) != set(JOINT_FIELDS):
         model = model.with_joint_terms(JOINT_FIELDS)
     bid = model.body_id(body) if isinstance(body, str) else int(body)
     names = tuple(f"payload.{f}" for f in BODY_FIELDS)
     if prior is None:
         prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * UNKNOWN_PAYLOAD_SIDE**2 / 6.0)
-    q, dq, ddq = random_states(model, 300, seed=seed)
-    y_b, _ = body_regressor(model, bid, q, dq, ddq)
     return Target(model, "payload", bid, names, np.asarray(prior, dtype=float),
-                  (("payload", slice(0, 10)),), np.zeros(0, dtype=int), reduce_regressor(y_b, names))
+                  (("payload", slice(0, 10)),), np.zeros(0, dtype=int),
+                  body_base_parameters(model, bid, names, seed=seed))
