@@ -10,7 +10,10 @@
 * simulated bag: ``sysid simulate test/robots/ur5e.xml --duration 20 --rate 1000`` identified by
   ``pc_ls`` with the defaults.
 
-Every run is a fresh process (interpreter start included), ``--repeats`` times; printed: median
+Every run is a fresh process (interpreter start included), ``--repeats`` times, with the package's
+bytecode written beforehand (``python -m compileall sysid_ros``, as ``tools/bootstrap.sh`` does: an
+installed package has its bytecode, while a host that sets PYTHONDONTWRITEBYTECODE would otherwise
+compile ~100 modules from source in every process, ~0.35 s); printed: median
 wall time and the process's CPU time (user + system: what the command costs whatever the
 machine's load; on a shared 2-core host the wall time mostly measures the others' load). Making
 the data is not counted. Target (issue 22): vendor log < 3 s for pc_ls and dual_metric.
@@ -65,6 +68,10 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=8.0, help="vendor log length [s]")
     args = parser.parse_args()
     py = [sys.executable]
+    compiled = subprocess.run([*py, "-m", "compileall", "-q", str(ROOT / "sysid_ros")],
+                              capture_output=True, text=True, check=False)
+    if compiled.returncode != 0:
+        raise SystemExit(f"byte-compiling sysid_ros failed:\n{compiled.stdout}{compiled.stderr}")
     sysid = [*py, "-m", "sysid_ros.cli"]
     with tempfile.TemporaryDirectory(prefix="vendor-log-speed-") as tmp:
         csv = Path(tmp) / "vendor.csv"
@@ -79,7 +86,8 @@ def main() -> int:
                                               "--no-plots"]}
         load = os.getloadavg()
         print(f"sysid identify, fresh process each, median of {args.repeats}; load average "
-              f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+              f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs; sysid_ros "
+              "byte-compiled before timing (compileall)")
         for label, argv in rows.items():
             walls, cpus = [], []
             for k in range(args.repeats):
