@@ -1,27 +1,40 @@
 """Causal conditioning of streamed joint signals: one low-pass, one delay for every signal.
 
-Nothing here looks ahead: every sample is processed when it arrives, as on a live robot.
+Nothing here looks ahead: every sample is processed when it arrives, as on a live robot. The
+filters' compiled kernels (:mod:`sysid_ros.core.data.butterworth`, numba) are imported and set up
+on the first sample, not when a conditioner is built (a node's constructor builds one).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sysid_ros.core.data.butterworth import butterworth, sosfilt, steady_state
 from sysid_ros.core.errors import DataError
 
 
 class CausalFilter:
-    """Causal Butterworth low-pass over ``channels`` signals, one sample at a time."""
+    """Causal Butterworth low-pass over ``channels`` signals, one sample at a time. Its sections
+    are designed on first use (:attr:`sos`)."""
 
     def __init__(self, fs: float, cutoff: float, channels: int, order: int = 2) -> None:
         if not 0 < cutoff < 0.5 * fs:
             raise DataError(f"cut-off {cutoff} Hz must be in (0, {0.5 * fs}) Hz at {fs} Hz")
-        self.sos = butterworth(order, cutoff, fs)
-        self.cutoff = cutoff
-        self._zi_unit = steady_state(self.sos)  # (sections, 2)
+        self.fs, self.cutoff, self.order = fs, cutoff, order
+        self._sos: np.ndarray | None = None
+        self._zi_unit: np.ndarray | None = None  # (sections, 2)
         self.zi: np.ndarray | None = None
         self.channels = channels
+
+    @property
+    def sos(self) -> np.ndarray:
+        """``(sections, 6)`` second-order sections of the low-pass."""
+        if self._sos is None:
+            from sysid_ros.core.data.butterworth import butterworth, steady_state  # (numba: see above)
+
+            sos = butterworth(self.order, self.cutoff, self.fs)
+            self._zi_unit = steady_state(sos)
+            self._sos = sos
+        return self._sos
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.block(np.asarray(x, dtype=float)[None, :])[0]
@@ -29,6 +42,8 @@ class CausalFilter:
     def settling_time(self, fs: float, level: float = 0.01) -> float:
         """[s] after which the impulse response stays below ``level`` of its peak: how long a
         start-up transient lasts (≈ 1/cutoff for the 2nd-order Butterworth)."""
+        from sysid_ros.core.data.butterworth import sosfilt  # (compiled: when used)
+
         n = int(fs * 50.0 / max(self.cutoff, 1e-9)) + 16
         impulse = np.zeros(n)
         impulse[0] = 1.0
@@ -38,10 +53,13 @@ class CausalFilter:
 
     def block(self, x: np.ndarray) -> np.ndarray:
         """Filter ``K`` consecutive samples ``(K, channels)`` in one call."""
+        from sysid_ros.core.data.butterworth import sosfilt  # (compiled: when used)
+
         x = np.asarray(x, dtype=float)
+        sos = self.sos
         if self.zi is None:  # start at rest on the first value (no start-up transient)
             self.zi = self._zi_unit[:, :, None] * x[0][None, None, :]
-        return sosfilt(self.sos, x, self.zi)  # self.zi updated in place
+        return sosfilt(sos, x, self.zi)  # self.zi updated in place
 
 
 class CausalConditioner:
@@ -81,8 +99,17 @@ class CausalConditioner:
         self._f_v = CausalFilter(fs, cutoff, n)
         self._f_t = CausalFilter(fs, cutoff, n)
         self._last: tuple | None = None  # (t, q, v, tau, filtered v) of the held-back sample
-        self.settle = self._f_v.settling_time(fs) if settle == "auto" else float(settle)
+        self._fs = fs
+        self._settle: float | None = None if settle == "auto" else float(settle)
         self._t_first: float | None = None
+
+    @property
+    def settle(self) -> float:
+        """[s] samples earlier than this after the first are withheld (``"auto"``: the velocity
+        filter's settling time, computed when first asked: it runs the compiled filter)."""
+        if self._settle is None:
+            self._settle = self._f_v.settling_time(self._fs)
+        return self._settle
 
     def _positions(self, q: np.ndarray) -> np.ndarray:
         """Filtered positions ``(K, nq)`` with unit quaternions re-normalised."""

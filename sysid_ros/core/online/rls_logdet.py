@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.linalg import lapack
 
 from sysid_ros.core import linalg as rla
 from sysid_ros.core.errors import DataError, SysIdError
@@ -36,6 +35,14 @@ INTERIOR_MARGIN = 1e-10
 #: prior used for a non-negative joint term whose prior is ≤ 0 (the barrier needs s > 0), in the
 #: term's units (N·m, N·m·s/rad, kg·m²)
 JOINT_TERM_FLOOR = 1e-3
+
+
+def _lapack():
+    """SciPy's LAPACK bindings, imported on the first update (~0.25 s of CPU: not at a node's
+    start)."""
+    from scipy.linalg import lapack
+
+    return lapack
 
 
 @dataclass(frozen=True)
@@ -291,7 +298,7 @@ class RLSLogDet:
             g_data = self.omega @ theta - self.b
             grad = g_data + self.alpha * g_r
             hess = self.omega + self.alpha * h_r
-            _, delta, info = lapack.dposv(hess, -grad, lower=1)  # H ≻ 0: Cholesky
+            _, delta, info = _lapack().dposv(hess, -grad, lower=1)  # H ≻ 0: Cholesky
             if info != 0:  # numerically not positive definite: minimum-norm step
                 delta = -rla.lstsq(hess, grad)
             slope = float(grad @ delta)

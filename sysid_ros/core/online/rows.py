@@ -16,7 +16,6 @@ from typing import Literal
 import numpy as np
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.core.model.regressor import momentum_regressors, torque_regressor, world_momentum_regressor
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalFilter
@@ -91,6 +90,8 @@ class ForceRows:
         if self.nuisance is not None and self.nuisance.bodies:
             model = self.target.model
             cols = self.nuisance.columns(model)
+            from sysid_ros.core.model.regressor import torque_regressor  # (compiled kernels: when used)
+
             full = torque_regressor(model, q, dq, ddq)[..., cols]
             known = known - full @ model.nominal[cols]
             y = np.concatenate((y, full), axis=-1)
@@ -261,6 +262,8 @@ class MomentumRows:
 
     def _terms(self, q, dq):
         """(Yp, rate, known momentum, known rate) of one or many samples."""
+        from sysid_ros.core.model.regressor import momentum_regressors  # (compiled kernels: when used)
+
         model = self.target.model
         m = momentum_regressors(model, q, dq)
         rate = m.Yc - m.Yg - m.Yf  # d/dt(Yp θ) = τ + rate θ
@@ -394,6 +397,8 @@ class ConservationRows:
     def _terms(self, q, dq) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The target's momentum regressor, the known robot's momentum and the nuisance bodies'
         momentum regressor (or None), for one or many samples."""
+        from sysid_ros.core.model.regressor import world_momentum_regressor  # (regressor: when used)
+
         model = self.target.model
         a_t = world_momentum_regressor(model, self.target.body, q, dq)
         bodies = () if self.nuisance is None else self.nuisance.bodies

@@ -265,6 +265,24 @@ class OnlineSession:
             events.extend(self._condition_and_update(t[sel], q[sel], part_dq, tau[sel]))
         return tuple(events)
 
+    def prepare(self) -> None:
+        """Set up now what the first samples would set up when they arrive, without touching this
+        session: a copy (same target and options) takes a made-up stream, every joint swinging
+        ±0.1 rad at 1 Hz around 0 for the filters' settling time plus 20 samples, and gives its
+        estimate, so that the filters' and the regressors' compiled kernels (numba's import and
+        CPU target, the kernels' disk cache: ~1-1.5 s of CPU) and the method's solver bindings
+        are loaded. A node calls it in a thread of its own once it is ready; samples that arrive
+        meanwhile wait for whichever finishes the set-up first. What the copy's data cannot reach
+        (a payload target's solver path when no update is accepted) is set up on first use.
+        Raises whatever the copy raises (a caller running it in the background logs it)."""
+        copy = OnlineSession(self.target, self.options)
+        fs = self.options.sample_rate
+        t = np.arange(math.ceil(copy.settle * fs) + 20) / fs
+        phase = 2.0 * math.pi * t[:, None] + np.arange(self.n)[None, :]
+        q, dq = 0.1 * np.sin(phase), 0.2 * math.pi * np.cos(phase)
+        copy.push_batch(t, q, dq, np.zeros_like(q))
+        copy.result()
+
     @property
     def counters(self) -> dict[str, int]:
         """:attr:`OnlineEstimate.counters` without computing an estimate (cheap, for log lines)."""
