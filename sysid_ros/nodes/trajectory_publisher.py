@@ -5,11 +5,18 @@ excitation, the finite Fourier series (exact analytic derivatives; coefficients 
 JSON file or optimised for the base regressor's condition number) and a ramp back to rest, all
 clamped to the joint and motor limits, with the nominal model's feed-forward torque.
 
-Commands are paced by the joint states themselves: each state (decimated to ``rate`` [Hz] by its
-stamp) gets the command of its time since the start. So the run follows simulated time at any
-real-time factor without ``/clock``, and when the measurements stop the commands stop too (the
-motors' or simulator's command watchdog then takes over: fail-safe). When the run is over the
-node says so on ``~/done`` (latched ``std_msgs/Bool``) and keeps commanding the rest pose.
+Commands follow the joint states' time, sent by a command thread of their own: it wakes at
+``rate`` [Hz] on a fixed schedule (``SCHED_FIFO`` at ``realtime_priority`` where the host allows
+it, said once if not) and commands the trajectory at the states' time *now*, read from the
+monotonic clock through the received stamps (:class:`~sysid_ros.core.excitation.state_clock.StateClock`:
+the least-delayed recent state gives the offset, their slope the real-time factor). So the run
+follows simulated time at any real-time factor without ``/clock``, one command per cycle however
+the states are delivered (a subscriber paced by the states it gets commanded at ~55 Hz in steps on
+a busy host), and when the measurements stop for ``state_timeout`` the commands stop too (the
+motors' or simulator's command watchdog then takes over: fail-safe). A wake-up later than a
+period skips the cycles it missed (never a burst of catch-up commands) and counts them: the count
+is logged when the run is done. When the run is over the node says so on ``~/done`` (latched
+``std_msgs/Bool``) and keeps commanding the rest pose.
 
 With ``lockstep: true`` (a ``mujoco_sim`` in lockstep mode waits for this node) the run is
 deterministic: it starts at the stamp of the joint state it was planned from (the simulator
@@ -68,6 +75,7 @@ from sysid_ros.core.excitation.plan import ExcitationPlan
 from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.command_thread import CommandThread
 from sysid_ros.nodes.lockstep import READY, READY_TOPIC, ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
@@ -117,8 +125,10 @@ PARAMETERS = (
      "ros2_control: excite until every required direction of estimator/precision has a relative "
      "std <= this (0 = excitation_time)"),
     ("max_duration", 120.0, "until_precision: longest approach + excitation [s] before returning"),
-    ("state_timeout", 1.0, "ros2_control, not lockstep: stop the run after this silence of the "
-                           "joint states [s, wall clock]"),
+    ("state_timeout", 1.0, "not lockstep: stop commanding (MIT) or stop the run (ros2_control) after "
+                           "this silence of the joint states [s, wall clock]"),
+    ("realtime_priority", 40, "MIT commands, not lockstep: SCHED_FIFO priority of the command thread "
+                              "(0 = normal scheduling; below the bridge's control loop)"),
 )
 #: [s] outside lockstep, a ros2_control run starts this long after the newest joint state (the
 #: first message reaches the controller before it is due)
@@ -186,8 +196,18 @@ class TrajectoryPublisherNode(Node):
             self.create_subscription(KeyValue, READY_TOPIC, self._on_ready, READY)
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
+        # MIT commands outside lockstep: a thread of their own at `rate` on the states' clock,
+        # started last (nothing after it can fail and leave it running)
+        self.commands: CommandThread | None = None
+        if self.interface == "motor_command" and not self.lockstep:
+            self.commands = CommandThread(self, rate=float(self._get("rate")),
+                                          priority=int(self._get("realtime_priority")),
+                                          state_timeout=float(self._get("state_timeout")), lock=self._lock,
+                                          command=self._command_now)
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
                                f"{self.trajectory.period:g} s; waiting for joint states")
+        if self.commands is not None:
+            self.commands.start()
 
     def _get(self, name: str):
         return parameter_value(self, name)
@@ -262,6 +282,8 @@ class TrajectoryPublisherNode(Node):
             if self._unstamped:
                 stamp = self.get_clock().now().nanoseconds * 1e-9
             self._latest = (q, stamp)
+            if self.commands is not None:
+                self.commands.observe(stamp)
             self._tick(q, stamp)
 
     def _on_start(self, _request, response):
@@ -312,6 +334,8 @@ class TrajectoryPublisherNode(Node):
             self._samples = self.plan.sampled(max(1000.0, 2.0 / self._period))
             self._t0, self._last_sent, self._start_requested = None, -np.inf, False
             self._grid = 0
+            if self.commands is not None:
+                self.commands.reset()
             if not self.lockstep:
                 return
         if self._t0 is None:
@@ -327,10 +351,25 @@ class TrajectoryPublisherNode(Node):
                     break
                 self._send(g)
                 self._grid += 1
-            return
-        if stamp - self._last_sent < 0.75 * self._period:
-            return  # decimate the state stream down to the command rate (and drop out-of-order states)
-        self._send(stamp)
+        # not lockstep: the command thread sends (_command_now)
+
+    def _command_now(self, t: float) -> bool:
+        """The command thread's cycle (``self._lock`` held): the command at the states' time ``t``
+        [s] once a run has started (then the rest pose once it is done). True while a run's
+        commands are sent (the cycles counted)."""
+        if self.plan is None or self._t0 is None:
+            return False
+        running = not self._done
+        self._send(max(t, self._t0))
+        return running
+
+    def destroy_node(self) -> None:
+        """The command thread ends first (no command after this); then the node (also a node whose
+        constructor failed, which rclpy's context destroys: it may have no thread yet)."""
+        commands = getattr(self, "commands", None)
+        if commands is not None and not commands.stop():
+            self.get_logger().error("the command thread did not end within 2 s of the stop")
+        super().destroy_node()
 
     def _heartbeat(self, stamp: float) -> None:
         """Lockstep, no run: an empty command (nothing changes) so the simulator may go on."""
@@ -351,7 +390,9 @@ class TrajectoryPublisherNode(Node):
         if t >= self.plan.duration and not self._done:
             self._done = True
             self._done_pub.publish(Bool(data=True))
-            self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}); holding the rest pose")
+            cycles = "" if self.commands is None else f"; {self.commands.summary()}"
+            self.get_logger().info(f"excitation done ({self.plan.clamps.summary()}{cycles}); "
+                                   "holding the rest pose")
 
     # -------------------------------------------------------------------------- ros2_control
     def _setup_ros2_control(self) -> None:

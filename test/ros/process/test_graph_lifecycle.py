@@ -120,11 +120,18 @@ def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, r
     assert len(read_bag(bag)) > 0 and partial_folders(bag) == []
 
 
-def _set(node, service: str, name: str, value: ParameterValue):
+def _set(node, service: str, name: str, value: ParameterValue, proc: NodeProcess):
+    """``set_parameters`` of one parameter on ``proc``'s node; fails at once, with the node's output,
+    if the node process ends meanwhile (a node whose parameter service raised looked like a hang)."""
     client = node.node.create_client(SetParameters, service)
     assert client.wait_for_service(timeout_sec=START)
     future = client.call_async(SetParameters.Request(parameters=[Parameter(name=name, value=value)]))
-    wait_until(future.done, START, f"the answer of {service}")
+    try:
+        wait_until(future.done, START, f"the answer of {service}", proc=proc.proc)
+    except BaseException:
+        proc.stop(STOP)
+        print(proc.output[-3000:])
+        raise
     return future.result().results[0]
 
 
@@ -138,16 +145,20 @@ def test_start_up_parameters_are_read_only_and_run_time_ones_apply(tmp_path, ros
     try:
         _wait_for_line(sim, "real-time factor 2")  # the override at start still applies
         _wait_for_line(traj, "excitation ready")
+        # parameters set while the command thread commands a run (its StateClock once shadowed
+        # the node's ROS clock, and the first successful set raised in the executor)
+        _wait_for_line(traj, "excitation started")
         double = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=0.5)
-        result = _set(node, "/mujoco_sim/set_parameters", "real_time_factor", double)
+        result = _set(node, "/mujoco_sim/set_parameters", "real_time_factor", double, sim)
         assert not result.successful
         assert result.reason == "Trying to set a read-only parameter: real_time_factor."
-        result = _set(node, "/trajectory_publisher/set_parameters", "rate", double)
+        result = _set(node, "/trajectory_publisher/set_parameters", "rate", double, traj)
         assert not result.successful and "read-only" in result.reason
         # applies to the next run (~/start): settable
         result = _set(node, "/trajectory_publisher/set_parameters", "excitation_time",
-                      ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=5.0))
+                      ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=5.0), traj)
         assert result.successful, result.reason
+        assert traj.running and "Traceback" not in traj.log.read_text(errors="replace")
     finally:
         node.close()
         sim.stop(STOP)

@@ -1,0 +1,155 @@
+"""The trajectory publisher's command thread: one MIT command per control cycle on the joint
+states' clock, whatever the node's executor is doing.
+
+A command stream paced by the joint states a node's executor takes follows that executor: on a
+busy host it takes one state in ~10 from its depth-1 queue, and the bridge got ~55 commands/s in
+steps (the wrists' stick-slip biased the identified payload CoM; docs/damiao-bridge.md). This
+thread instead wakes at ``rate`` on a fixed schedule (``SCHED_FIFO`` at ``realtime_priority``
+where the host allows it, said once if not) and asks the node for the command at the states' time
+*now* (:class:`~sysid_ros.core.excitation.state_clock.StateClock`). A wake-up later than a period
+skips the cycles it missed (never a burst of catch-up commands) and counts them.
+
+Fail-safe: nothing is sent while the states are silent for ``state_timeout`` (the motors' or the
+simulator's watchdog takes over); :meth:`CommandThread.stop` (called by the node's
+``destroy_node``, which :func:`sysid_ros.nodes.spin` runs on every exit path: SIGINT, SIGTERM, an
+error in a callback) ends the thread before the publisher is destroyed; an error in the thread
+stops the commands and is raised in the node's executor (a guard condition), which ends the node.
+
+Real-time scheduling: with a granted priority the node's other Python threads (the executor, which
+holds the GIL while it handles a state) and Fast DDS's threads go to ``SCHED_FIFO 1`` when a run
+starts, as the bridge's do (:func:`~sysid_ros.hardware.realtime.raise_process_threads`): a
+normally scheduled thread preempted by a CPU hog while it holds the GIL stalls this thread for the
+hog's time slice. That is done from this thread once the executor runs, not in the node's
+constructor: scheduling is set with ``SCHED_RESET_ON_FORK``, so the executor thread, started after
+the constructor, would not inherit it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from sysid_ros.core.errors import SysIdError
+from sysid_ros.core.excitation.state_clock import StateClock
+
+__all__ = ["CommandThread"]
+
+#: SCHED_FIFO priority of the node's other threads while a run is commanded from a real-time thread
+OTHERS_PRIORITY = 1
+
+
+class CommandThread:
+    """Calls ``command(t)`` once per period ``1/rate`` [s] with ``t`` the joint states' time now
+    [s] (``lock`` held); ``command`` returns whether a run's command was sent (such cycles, and
+    the ones skipped in between, are counted). ``node``: the rclpy node (logger, guard condition).
+    States are fed with :meth:`observe` (``lock`` held)."""
+
+    def __init__(self, node, *, rate: float, priority: int, state_timeout: float, lock: threading.Lock,
+                 command: Callable[[float], bool]) -> None:
+        if not rate > 0:
+            raise SysIdError(f"rate must be > 0 Hz, got {rate}")
+        if not 0 <= priority <= 99:
+            raise SysIdError(f"realtime_priority must be 0 (normal scheduling) or a SCHED_FIFO priority "
+                             f"1..99, got {priority}")
+        if not state_timeout > 0:
+            raise SysIdError(f"state_timeout must be > 0 s, got {state_timeout}")
+        self.clock = StateClock(timeout=state_timeout)
+        self.period = 1.0 / rate
+        self.priority = int(priority)
+        self.cycles = 0  # this run's command cycles sent
+        self.missed = 0  # and skipped (late wake-ups)
+        self._node, self._lock, self._command = node, lock, command
+        self._log = node.get_logger()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        # an error in the thread is raised by the executor (which ends the node): guard
+        # conditions are rclpy's way to wake an executor from another thread
+        self._failed = node.create_guard_condition(self._raise_error)
+        self._thread = threading.Thread(target=self._run, name="commands", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def observe(self, stamp: float) -> None:
+        """A joint state stamped ``stamp`` [s] has just been taken (call with ``lock`` held)."""
+        self.clock.observe(stamp, time.monotonic())
+
+    def reset(self) -> None:
+        """A new run: its counts from zero (call with ``lock`` held)."""
+        self.cycles = self.missed = 0
+
+    def summary(self) -> str:
+        """The run's counts, for the log line that says it is done."""
+        return (f"{self.missed} of {self.cycles + self.missed} command cycles missed (late wake-ups of "
+                "the command thread, skipped)")
+
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Ask the thread to end and wait for it (up to ``timeout`` [s]); True once it has ended
+        (no command is sent after that)."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # ------------------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # no more commands (the watchdogs hold the arm); the node ends
+            if self._stop.is_set():
+                return  # torn down under it (the publisher destroyed): nothing is wrong
+            self._error = exc
+            self._log.error(f"the command thread failed: {type(exc).__name__}: {exc}; no more commands")
+            self._failed.trigger()
+
+    def _raise_error(self) -> None:
+        """In the executor: the thread's error ends the node (:func:`sysid_ros.nodes.spin`)."""
+        if self._error is not None:
+            raise SysIdError(f"the command thread failed ({type(self._error).__name__}: {self._error}): "
+                             "no more commands were sent") from self._error
+
+    def _loop(self) -> None:
+        from sysid_ros.hardware.realtime import request_realtime
+
+        grant = request_realtime(self.priority, lock_memory=False)
+        if grant.priority and not grant.granted:
+            self._log.warning(f"command thread: normal scheduling ({grant.refused}); on a busy host it can "
+                              "miss command cycles (counted when the run is done)")
+        period, stop = self.period, self._stop
+        counting = raised = False
+        due = time.monotonic()
+        while not stop.is_set():
+            with self._lock:
+                t = self.clock.now(time.monotonic())
+                counting = t is not None and self._command(t)
+                if counting:
+                    self.cycles += 1
+            if counting and not raised and grant.granted:
+                raised = self._raise_others()
+            due += period
+            now = time.monotonic()
+            if now > due:  # overran or woke late: skip the lost cycles, keep the phase
+                skipped = int((now - due) // period) + 1
+                due += skipped * period
+                if counting:
+                    with self._lock:
+                        self.missed += skipped
+            stop.wait(max(due - time.monotonic(), 0.0))
+
+    def _raise_others(self) -> bool:
+        """The process's other threads at ``SCHED_FIFO 1`` (the executor runs now); said once."""
+        from sysid_ros.hardware.realtime import raise_process_threads
+
+        ids, refused = raise_process_threads(OTHERS_PRIORITY)
+        if refused:
+            self._log.warning(f"the node's other threads keep normal scheduling ({refused}): on a busy "
+                              "host the command thread can miss cycles")
+        else:
+            self._log.info(f"command thread at {self.priority}: {len(ids)} other threads of this process "
+                           f"(executor, DDS) at SCHED_FIFO {OTHERS_PRIORITY}")
+        return True
