@@ -4,7 +4,9 @@ A thin facade over :class:`sysid_ros.core.online.session.OnlineSession` (the sam
 the same options, as ``sysid identify --method rls|rls_logdet|momentum|ekf|mhe``). Subscribes to
 ``sensor_msgs/JointState`` (effort = measured torque) with a KEEP_ALL history; the subscription
 only queues, a timer on the steady clock (so it runs whatever ``/clock`` does) hands the queue to
-the session in one batch, so a burst is processed whole. Every loss the node can see is counted
+the session in one batch, so a burst is processed whole (its rows folded in one product and one
+solve at its end: the session's ``solve_per_batch``; the further behind, the cheaper a sample).
+Every loss the node can see is counted
 and reported in throttled warnings, in ``~/save`` and in the log at exit: messages DDS reports
 lost (``rejected_lost``), queue overflows beyond ``max_queue`` (``rejected_dropped``), messages
 naming other joints (``rejected_names``), samples missing between stamps (``missing``: a step of
@@ -333,7 +335,11 @@ class EstimatorNode(Node):
         else:  # the stream goes on (its stamps and progress): only the model's joints may change
             self._stream.configure(self.joint_names, scale=scale, offset=offset)
         self._payload_sent = False  # ~/payload published for this session
-        self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target))
+        # a batch's rows folded at once, one solve at its end (the estimate a solve at every
+        # sample gives there): a backlog costs less per sample, the larger it is
+        self.session = OnlineSession(self.target, self.options, truth=self._truth_for(self.target),
+                                     solve_per_batch=True)
+        self._published: tuple | None = None  # what the last publication showed (see _publish)
 
     def _target_and_options(self, get) -> tuple[Target, OnlineOptions]:
         """What the parameter values ``get(name)`` describe; raises :class:`SysIdError` naming
@@ -455,8 +461,13 @@ class EstimatorNode(Node):
                                stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000))
 
     def _publish(self) -> None:
-        if not self.session.estimator.samples:
+        """The estimate, its precision (and a payload's inertia) and the lag, when the estimate
+        changed since the last publication (each costs ~5 ms of CPU for an arm; the latched
+        topics hold the last one)."""
+        shown = (id(self.session), self.session.estimator.samples, self.session.truth is not None)
+        if not self.session.estimator.samples or shown == self._published:
             return
+        self._published = shown
         pub = self._publication()
         msg = self._estimate_message(pub)
         self._publisher.publish(msg)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sysid_ros.core import linalg as rla
-from sysid_ros.core.blas import single_threaded_blas
+from sysid_ros.core.blas import on_one_blas_thread
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.consistency import body_params_from_pseudo_inertia, pseudo_inertia
 from sysid_ros.core.model.target import Target
@@ -349,7 +349,7 @@ class EKFEstimator(EstimateRecord):
         """``K`` samples in order; returns how many the filter took. BLAS runs single-threaded
         here: the filter's matrices are small (tens of rows), and a multi-threaded BLAS on them
         is 20x slower on a loaded machine (threads spin-waiting for cores)."""
-        with single_threaded_blas():
+        with on_one_blas_thread():
             return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
 
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from sysid_ros.core.blas import single_threaded_blas  # updates: p×p matrices, one thread
+from sysid_ros.core.blas import on_one_blas_thread  # updates: p×p matrices, one thread
 from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.options import WEIGHTINGS, Weighting
@@ -106,6 +106,7 @@ class OnlineEstimator(EstimateRecord):
         self.target = target
         self._solve_period = 1.0 / update_rate if update_rate > 0 else 0.0  # [s of data]
         self._solved_interval: int | None = None  # index of the data-time interval last solved in
+        self._pending: tuple[float, float] | None = None  # a deferred solve: (data time, perf start)
         self.prior = target.prior if prior is None else np.asarray(prior, dtype=float)
         if regression == "force":
             self.rows = ForceRows(target, min_speed=min_speed)
@@ -164,19 +165,105 @@ class OnlineEstimator(EstimateRecord):
     def push(self, t: float, q, dq, ddq, tau, *, log: bool = True) -> bool:
         """Process one sample; returns whether the estimate was updated."""
         start = time.perf_counter()
-        with single_threaded_blas():
+        with on_one_blas_thread():
             return self._update(t, self.rows.push(t, q, dq, ddq, tau), start, log)
 
-    def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True) -> int:
+    def push_batch(self, t, q, dq, ddq, tau, *, log: bool = True, defer: bool = False) -> int:
         """Process ``K`` samples with batched regressors (how a node catches up); returns the
-        number of updates."""
+        number of updates. RLS log-det-div with fixed row weights and an ``update_rate`` (no
+        ``log`` of every sample's estimate) folds the rows between two solves in one product
+        (:meth:`RLSLogDet.fold`: the information ``K`` one-row folds give) and solves where the
+        one-sample path would; ``defer``: the solves due in these samples wait for
+        :meth:`settle` (a caller's batch ends with one solve: the minimiser of every row folded,
+        the estimate a solve at every sample reaches there; ``log`` then records the solves).
+        Other estimators take the rows one sample at a time."""
         if not hasattr(self.rows, "push_batch"):
             return sum(self.push(t[k], q[k], dq[k], ddq[k], tau[k], log=log) for k in range(len(t)))
-        with single_threaded_blas():
+        with on_one_blas_thread():
             start = time.perf_counter()
             rows = self.rows.push_batch(t, q, dq, ddq, tau)
+            if self._folds and (defer or (self._solve_period > 0 and not log)):
+                return self._fold_rows(np.asarray(t, dtype=float), rows, start, log, defer)
             build = (time.perf_counter() - start) / max(len(rows), 1)
             return sum(self._update(t[k], r, time.perf_counter() - build, log) for k, r in enumerate(rows))
+
+    @property
+    def _folds(self) -> bool:
+        """Whether rows can be folded in blocks: RLS log-det-div whose row weights do not depend
+        on the estimate row by row (adaptive weights are whitened one row at a time)."""
+        return isinstance(self.core, RLSLogDet) and self.row_weights is None
+
+    def _due(self, times: np.ndarray) -> np.ndarray:
+        """``(K,)`` bool: the samples at ``times`` [s] a solve follows (the first of each
+        ``1/update_rate`` interval of data time; every sample without an update rate)."""
+        if self._solve_period <= 0:
+            return np.ones(times.shape, dtype=bool)
+        intervals = np.floor(times / self._solve_period).astype(np.int64)
+        due = np.r_[True, intervals[1:] != intervals[:-1]]
+        if self._solved_interval is not None:
+            due[0] = intervals[0] != self._solved_interval
+        self._solved_interval = int(intervals[-1])
+        return due
+
+    def _fold_rows(self, t: np.ndarray, rows: list, start: float, log: bool, defer: bool) -> int:
+        """Fold ``rows`` (one ``(A, y)`` or None per sample at ``t``) in blocks that end where a
+        solve is due; a-priori residuals against the estimate before each block."""
+        keep = [k for k, r in enumerate(rows) if r is not None]
+        if not keep:
+            return 0
+        a = np.stack([np.atleast_2d(rows[k][0]) for k in keep])
+        y = np.stack([np.atleast_1d(rows[k][1]) for k in keep])
+        times = t[keep]
+        refused = self.core.refusals(a, y)
+        if refused:  # each refused sample counted, the others folded
+            for k, why in refused:
+                self._reject(times[k], DataError(why))
+            ok = np.ones(len(keep), dtype=bool)
+            ok[[k for k, _ in refused]] = False
+            a, y, times = a[ok], y[ok], times[ok]
+            if not times.size:
+                return 0
+        due = np.flatnonzero(self._due(times))
+        if defer:
+            self._fold_block(a, y)
+            if due.size:
+                self._pending = (float(times[-1]), start)
+            return times.size
+        updates, first = 0, 0
+        for last in due:  # fold up to and including a due sample, then solve
+            self._fold_block(a[first:last + 1], y[first:last + 1])
+            updates += last + 1 - first
+            if self._solve(float(times[last]), start, log):
+                start = time.perf_counter()
+            first = last + 1
+        self._fold_block(a[first:], y[first:])
+        return updates + times.size - first
+
+    def _fold_block(self, a: np.ndarray, y: np.ndarray) -> None:
+        if not len(a):
+            return
+        residual = y - a @ self.core.theta
+        self.residual_sq += float(np.sum(residual * residual))
+        self.residual_n += residual.size
+        self.core.fold(a, y)
+
+    def _solve(self, t: float, start: float, log: bool) -> bool:
+        try:
+            self.core.solve()
+        except (SysIdError, np.linalg.LinAlgError) as exc:
+            return self._reject(t, exc)
+        if log:
+            self._record(t, start)
+        return True
+
+    def settle(self, *, log: bool = True) -> bool:
+        """The solve :meth:`push_batch` deferred, if one is due (once, at the data time of the
+        last sample folded); returns whether one ran and succeeded."""
+        if self._pending is None:
+            return False
+        (t, start), self._pending = self._pending, None
+        with on_one_blas_thread():
+            return self._solve(t, start, log)
 
     def _update(self, t: float, rows, start: float, log: bool) -> bool:
         if rows is None:

@@ -137,6 +137,7 @@ class RLSLogDet:
         p = self.prior.shape[0]
         self.omega = np.zeros((p, p))
         self.b = np.zeros(p)
+        self._anchor = (self.omega.copy(), self.b.copy())  # (Ω, b) θ is the minimiser for
         self.theta = self._start.copy()
         self._theta_chol = self._chol(self.theta)
         self._reg_at: tuple | None = None  # (θ, g, H) of α⁻¹R at the last θ it was computed for
@@ -230,32 +231,70 @@ class RLSLogDet:
 
     # ------------------------------------------------------------------------------- update
     def update(self, a: np.ndarray, y: np.ndarray, *, solve: bool = True) -> LogDetStep | None:
-        """Fold in rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser; ``solve=False``:
-        only fold them in (Ω, b, the sample count; θ stays until the next solve, which minimises
-        the objective of every row folded: the minimiser does not depend on how often it is
-        sought). Returns the step's diagnostics (None without a solve)."""
+        """Fold in one sample's rows ``a (m, p)``, ``y (m,)`` and move θ to the new minimiser;
+        ``solve=False``: only fold them in (Ω, b, the sample count; θ stays until the next solve,
+        which minimises the objective of every row folded: the minimiser does not depend on how
+        often it is sought). Returns the step's diagnostics (None without a solve). Rows
+        :meth:`refusals` names raise :class:`DataError` and leave the state as it was."""
         a = np.asarray(a, dtype=float)
         y = np.asarray(y, dtype=float)
         if a.ndim == 1:
             a, y = a[None], np.atleast_1d(y)
-        if not (np.isfinite(a).all() and np.isfinite(y).all()):
-            raise DataError("non-finite regressor row or output: sample rejected")
-        if np.abs(a).max() > 1e12 or np.abs(y).max() > 1e12:
-            raise DataError(f"implausible regressor row (max |A| = {np.abs(a).max():.3g}, "
-                            f"max |y| = {np.abs(y).max():.3g}): sample rejected")
-        aw = a.T * self.weight if np.ndim(self.weight) == 0 else a.T * np.asarray(self.weight)
+        for _, why in self.refusals(a[None], y[None]):
+            raise DataError(why)
+        self.fold(a[None], y[None])
+        return self.solve() if solve else None
+
+    @staticmethod
+    def refusals(a: np.ndarray, y: np.ndarray) -> list[tuple[int, str]]:
+        """``(k, why)`` for each sample ``k`` of ``a (K, m, p)``, ``y (K, m)`` whose rows must not be
+        folded in: a non-finite value, or an implausible magnitude (beyond 1e12)."""
+        with np.errstate(invalid="ignore"):  # NaN compares False: caught as non-finite
+            big_a, big_y = np.abs(a).max(axis=(1, 2), initial=0.0), np.abs(y).max(axis=1, initial=0.0)
+            if np.all(big_a <= 1e12) and np.all(big_y <= 1e12):
+                return []  # (every value finite and plausible: the common case, two reductions)
+        finite = np.isfinite(big_a) & np.isfinite(big_y)
+        return [(int(k), "non-finite regressor row or output: sample rejected" if not finite[k] else
+                 f"implausible regressor row (max |A| = {big_a[k]:.3g}, max |y| = {big_y[k]:.3g}): "
+                 "sample rejected")
+                for k in np.flatnonzero(~finite | (big_a > 1e12) | (big_y > 1e12))]
+
+    def fold(self, a: np.ndarray, y: np.ndarray) -> None:
+        """Fold ``K`` consecutive samples' rows ``a (K, m, p)``, ``y (K, m)`` into the information at
+        once: ``Ω ← λ^K Ω + Σ_k λ^{K−1−k} A_kᵀ W A_k`` (and ``b`` alike), exactly what ``K``
+        one-sample folds give (forgetting per sample), in one product. θ stays (see :meth:`solve`).
+        The rows must have passed :meth:`refusals`."""
+        a = np.asarray(a, dtype=float)
+        y = np.asarray(y, dtype=float)
+        k, m, p = a.shape
+        if not k:
+            return
+        scale = np.broadcast_to(np.asarray(self.weight, dtype=float), (m,))[None, :]
         if self.forgetting < 1.0:
-            self.omega *= self.forgetting
-            self.b *= self.forgetting
-        self.omega += aw @ a
-        self.b += aw @ y
-        self.samples += 1
-        if not solve:
-            return None
+            scale = scale * (self.forgetting ** np.arange(k - 1, -1, -1, dtype=float))[:, None]
+            self.omega *= self.forgetting**k
+            self.b *= self.forgetting**k
+        flat = a.reshape(k * m, p)
+        weighted = (a * scale[..., None]).reshape(k * m, p)
+        self.omega += weighted.T @ flat
+        self.b += weighted.T @ y.reshape(k * m)
+        self.samples += k
+
+    def solve(self) -> LogDetStep:
+        """Move θ to the minimiser of the objective of every row folded so far (Newton from the
+        current θ, from the prior when that stalls); returns the step's diagnostics."""
         chol = self._theta_chol
         if chol is None:  # cannot happen after a successful update; be safe after a reset
             raise SysIdError("the current estimate left the physically consistent set")
         theta, chol, iterations, decrement, cut, done = self._newton(self.theta, chol)
+        if not done:
+            # many rows since the last solve (a node's batch) can move the minimiser far from the
+            # warm start: follow the path from the objective the current θ minimises to this one
+            follow = self._follow()
+            iterations += follow[2]
+            if follow[5] or self._objective(follow[0], follow[1]) < self._objective(theta, chol):
+                theta, chol, _, decrement, cut_follow, done = follow
+                cut |= cut_follow
         if not done:
             # Warm starts near the boundary (where earlier data put the minimiser) can need very
             # many barrier-damped steps once the minimiser has moved inside: the barrier's
@@ -280,10 +319,42 @@ class RLSLogDet:
                 theta = previous
             chol, cut = self._chol(theta), True
         self.theta, self._theta_chol = theta, chol
+        self._anchor = (self.omega.copy(), self.b.copy())
         return LogDetStep(iterations, decrement, self._pseudo(theta), cut)
 
-    def _newton(self, theta: np.ndarray, chol: np.ndarray):
-        """Newton iterations from ``theta``: ``(θ, chol, iterations, decrement, cut, converged)``."""
+    #: most Newton runs of :meth:`_follow`
+    FOLLOW_RUNS = 40
+
+    def _follow(self):
+        """Newton along ``Ω(s) = Ω₀ + s (Ω − Ω₀)``, ``b(s)`` alike, ``s`` from 0 (``(Ω₀, b₀)`` of the
+        last solve, whose minimiser θ is) to 1, each run warm-started at the previous run's
+        minimiser: the path one solve per sample follows, in as few runs as converge (the step
+        in ``s`` doubles after a run that converged, halves after one that did not). Returns
+        :meth:`_newton`'s tuple at the last ``s`` reached (converged only if that is 1)."""
+        omega0, b0 = self._anchor
+        d_omega, d_b = self.omega - omega0, self.b - b0
+        theta, chol = self.theta, self._theta_chol
+        s, step, iterations, cut, decrement = 0.0, 0.25, 0, False, np.inf
+        for _ in range(self.FOLLOW_RUNS):
+            to = min(1.0, s + step)
+            run = self._newton(theta, chol, omega0 + to * d_omega, b0 + to * d_b)
+            iterations += run[2]
+            if run[5]:
+                theta, chol, decrement, s = run[0], run[1], run[3], to
+                cut |= run[4]
+                if s >= 1.0:
+                    return theta, chol, iterations, decrement, cut, True
+                step *= 2.0
+            else:
+                step *= 0.5
+        return theta, chol, iterations, decrement, cut, False
+
+    def _newton(self, theta: np.ndarray, chol: np.ndarray, omega: np.ndarray | None = None,
+                b: np.ndarray | None = None):
+        """Newton iterations from ``theta`` on the objective of ``(Ω, b)`` (default: every row
+        folded): ``(θ, chol, iterations, decrement, cut, converged)``."""
+        omega = self.omega if omega is None else omega
+        b = self.b if b is None else b
         cut = False
         decrement = np.inf
         iterations = 0
@@ -295,15 +366,15 @@ class RLSLogDet:
             else:
                 g_r, h_r = self._grad_hess(theta, l_inv)
                 self._reg_at = (theta, g_r, h_r)
-            g_data = self.omega @ theta - self.b
+            g_data = omega @ theta - b
             grad = g_data + self.alpha * g_r
-            hess = self.omega + self.alpha * h_r
+            hess = omega + self.alpha * h_r
             _, delta, info = _lapack().dposv(hess, -grad, lower=1)  # H ≻ 0: Cholesky
             if info != 0:  # numerically not positive definite: minimum-norm step
                 delta = -rla.lstsq(hess, grad)
             slope = float(grad @ delta)
             decrement = -slope / 2.0
-            if decrement <= self.tol * max(1.0, abs(float(self.b @ theta))):
+            if decrement <= self.tol * max(1.0, abs(float(b @ theta))):
                 return theta, chol, iterations, decrement, cut, True
             step = self._step_length(theta, delta, l_inv)
             cut |= step < 1.0
@@ -320,7 +391,7 @@ class RLSLogDet:
                     continue
             # backtracking (Armijo) on the objective keeps every step a descent step; the change
             # of the quadratic data term is computed exactly (no cancellation of large values)
-            lin, quad = float(g_data @ delta), float(delta @ self.omega @ delta)
+            lin, quad = float(g_data @ delta), float(delta @ omega @ delta)
             reg0 = self._regulariser(theta, chol)
             for _ in range(60):
                 candidate = theta + step * delta

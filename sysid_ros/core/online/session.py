@@ -30,7 +30,7 @@ from sysid_ros.core.errors import DataError
 from sysid_ros.core.json_numbers import json_number
 from sysid_ros.core.model.target import Target
 from sysid_ros.core.online.conditioning import CausalConditioner
-from sysid_ros.core.online.estimator import OnlineEstimator, single_threaded_blas
+from sysid_ros.core.online.estimator import OnlineEstimator, on_one_blas_thread
 from sysid_ros.core.online.options import ONLINE_METHODS, OPTION_HELP, OnlineOptions
 from sysid_ros.core.online.rows import momentum_row_weight
 from sysid_ros.core.result import IdentificationResult, SolverStatus, estimate_result
@@ -168,13 +168,23 @@ class OnlineSession:
     ``options.max_step`` is a gap: the filters and momentum windows restart after it (the
     estimator keeps what it learnt). ``truth`` (optional, the target's layout) adds the
     divergence to the truth to every estimate (and to :attr:`OnlineEstimator.log`).
+
+    ``solve_per_batch`` (a node, whose batches are its queue at each processing step): RLS
+    log-det-div (``rls_logdet``, ``momentum``) folds a batch's rows into the information in one
+    product and solves once, at the batch's end, if a solve was due in it (``update_rate``): the
+    estimate is then the minimiser of every row so far, the one a solve at every sample reaches
+    at that sample (to Newton's tolerance), for one solve per batch however long the batch. The
+    a-priori residuals (``residual_rms``) are taken against the estimate before the batch. The
+    default solves where ``update_rate`` says, sample by sample, whatever the batches.
     """
 
     def __init__(self, target: Target, options: OnlineOptions | None = None, *,
-                 truth: np.ndarray | None = None) -> None:
+                 truth: np.ndarray | None = None, solve_per_batch: bool = False) -> None:
         self.target = target
         self.options = options if options is not None else OnlineOptions()
         self.estimator = _make_estimator(target, self.options)
+        # the EKF has no rows to fold: it takes every sample as it comes either way
+        self.solve_per_batch = bool(solve_per_batch) and isinstance(self.estimator, OnlineEstimator)
         self.n = len(target.model.dof_joint_names)
         self.truth = truth
         self._conditioner = self._new_conditioner()
@@ -263,6 +273,11 @@ class OnlineSession:
             sel = idx[start:stop]
             part_dq = None if dq is None else dq[sel]
             events.extend(self._condition_and_update(t[sel], q[sel], part_dq, tau[sel]))
+        if self.solve_per_batch:  # the batch's one solve (RLS log-det-div: the rows were folded)
+            refused = self.estimator.rejected
+            if not self.estimator.settle(log=self.options.history) and self.estimator.rejected > refused:
+                t_bad, why = self.estimator.last_rejection
+                events.append(self._count("update", 1, t_bad, why))
         return tuple(events)
 
     def prepare(self) -> None:
@@ -275,7 +290,7 @@ class OnlineSession:
         meanwhile wait for whichever finishes the set-up first. What the copy's data cannot reach
         (a payload target's solver path when no update is accepted) is set up on first use.
         Raises whatever the copy raises (a caller running it in the background logs it)."""
-        copy = OnlineSession(self.target, self.options)
+        copy = OnlineSession(self.target, self.options, solve_per_batch=self.solve_per_batch)
         fs = self.options.sample_rate
         t = np.arange(math.ceil(copy.settle * fs) + 20) / fs
         phase = 2.0 * math.pi * t[:, None] + np.arange(self.n)[None, :]
@@ -319,9 +334,10 @@ class OnlineSession:
             for run, restart in self._moving_runs(out[2]):
                 if restart:
                     self.estimator.rows.restart()
-                self.estimator.push_batch(*(a[run] for a in out), log=self.options.history)
+                self.estimator.push_batch(*(a[run] for a in out), log=self.options.history,
+                                          defer=self.solve_per_batch)
         else:
-            self.estimator.push_batch(*out, log=self.options.history)
+            self.estimator.push_batch(*out, log=self.options.history, defer=self.solve_per_batch)
         refused = self.estimator.rejected - refused
         if not refused:
             return []
@@ -352,7 +368,7 @@ class OnlineSession:
         if not (est.samples or _own_covariance(est)):
             p = self.target.n_params
             return np.full((p, p), np.nan)
-        with single_threaded_blas():
+        with on_one_blas_thread():
             return self._covariance()
 
     def information(self) -> np.ndarray:
@@ -377,7 +393,7 @@ class OnlineSession:
 
     def snapshot(self) -> OnlineEstimate:
         """The current estimate with its diagnostics."""
-        with single_threaded_blas():  # p×p decompositions: a second BLAS thread only waits for a core
+        with on_one_blas_thread():  # p×p decompositions: a second BLAS thread only waits for a core
             return self._snapshot()
 
     def _snapshot(self) -> OnlineEstimate:

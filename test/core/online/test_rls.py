@@ -561,3 +561,32 @@ def test_whole_arm_replay_keeps_friction_non_negative_and_every_estimate_consist
     assert final.theta[np.char.endswith(names, ".Fc")].max() < 0.1
     y, known = target.regressor(ds.q, ds.dq, ds.meta["ddq_true"])
     assert np.sqrt(np.mean((y @ final.theta + known - ds.tau) ** 2)) < 1.5 * SIGMA
+
+
+def test_rls_logdet_block_fold_is_the_information_of_one_row_folds(panda_payload):
+    """K samples folded at once (one product, forgetting per sample) hold the same Ω, b and count
+    as K one-sample folds: the seeds' Ω_k = λΩ_{k−1} + A_kᵀWA_k, summed in another order."""
+    _, rows, y, _ = panda_payload
+    prior = body_params_from_inertial(1.0, np.zeros(3), np.eye(3) * 0.3**2 / 6)
+    weight = 1.0 / (SIGMA * np.linspace(1.0, 2.0, rows.shape[1])) ** 2  # a weight per row of a sample
+    one, block = (RLSLogDet(prior, [slice(0, 10)], alpha=10.0, weight=weight, forgetting=0.995)
+                  for _ in range(2))
+    for k in range(500):
+        one.update(rows[k], y[k], solve=False)
+    for a, b in ((0, 7), (7, 200), (200, 201), (201, 500)):
+        block.fold(rows[a:b], y[a:b])
+    assert block.samples == one.samples == 500
+    np.testing.assert_allclose(block.omega, one.omega, rtol=1e-12, atol=1e-12 * np.abs(one.omega).max())
+    np.testing.assert_allclose(block.b, one.b, rtol=1e-12, atol=1e-12 * np.abs(one.b).max())
+    one.solve(), block.solve()
+    np.testing.assert_allclose(block.theta, one.theta, rtol=1e-9)
+    # rows a sample must not bring: named one by one, the state untouched by update
+    bad = rows[:3].copy()
+    bad[1, 0, 0], bad[2, 0, 0] = np.nan, 1e13
+    assert [k for k, _ in RLSLogDet.refusals(bad, y[:3])] == [1, 2]
+    assert "non-finite" in RLSLogDet.refusals(bad, y[:3])[0][1]
+    assert "implausible" in RLSLogDet.refusals(bad, y[:3])[1][1]
+    omega = one.omega.copy()
+    with pytest.raises(DataError, match="implausible regressor row"):
+        one.update(bad[2], y[2])
+    np.testing.assert_array_equal(one.omega, omega)

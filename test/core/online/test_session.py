@@ -67,6 +67,67 @@ def test_replay_and_node_sized_batches_give_the_same_estimate(run, method):
     np.testing.assert_allclose(single.snapshot().theta, head.snapshot().theta, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", ["rls_logdet", "momentum"])
+def test_one_solve_per_batch_reaches_the_estimate_of_a_solve_at_every_sample(run, method):
+    """A node's session (``solve_per_batch``: a batch's rows folded in one product, one Newton
+    solve at its end) ends at the estimate of a solve after every sample: the same minimiser of
+    the same objective, here from an uninformative payload prior, batches of up to 0.5 s (a
+    backlog's). Both stop Newton at 1e-12 of the objective (the default 1e-9 lets directions the
+    data hardly determine sit anywhere within it): the objectives agree within that, the
+    parameters to 1e-4 relative or 5e-6 absolute (kg·m, kg·m²: the products of inertia of a 5 kg
+    payload); the same counters."""
+    target, ds = run
+    n = 1200
+    every = OnlineSession(target, OnlineOptions(method=method, alpha=10.0, cutoff=20.0), truth=PAYLOAD.params)
+    batched = OnlineSession(target, OnlineOptions(method=method, alpha=10.0, cutoff=20.0, update_rate=50.0),
+                            truth=PAYLOAD.params, solve_per_batch=True)
+    for session in (every, batched):
+        session.estimator.core.tol = 1e-12
+    assert _pushed(every, ds.t[:n], ds.q[:n], ds.dq[:n], ds.tau[:n], sizes=[1]) == []
+    assert _pushed(batched, ds.t[:n], ds.q[:n], ds.dq[:n], ds.tau[:n], sizes=[7, 40, 3, 250]) == []
+    a, b = every.snapshot(), batched.snapshot()
+    core = batched.estimator.core
+    np.testing.assert_allclose(core.omega, every.estimator.core.omega, rtol=1e-12,
+                               atol=1e-12 * np.abs(core.omega).max())
+    objective = [core._objective(np.array(e.theta), core._chol(np.array(e.theta))) for e in (a, b)]
+    assert abs(objective[1] - objective[0]) <= 1e-12 * abs(float(core.b @ a.theta))
+    np.testing.assert_allclose(b.theta, a.theta, rtol=1e-4, atol=5e-6)
+    assert b.counters == a.counters and b.updates > 0.9 * n and b.time == a.time
+    # (the divergence weighs most the inertia directions 2.4 s of data hardly determine)
+    assert b.divergence_to_truth == pytest.approx(a.divergence_to_truth, rel=1e-2)
+
+
+@pytest.mark.parametrize("method", ["rls_logdet", "momentum"])
+def test_rows_folded_in_blocks_give_the_estimate_of_rows_folded_one_by_one(run, method):
+    """With an ``update_rate`` and no log of every estimate (a node) the rows between two solves
+    are folded in one product; the solves come at the same samples as sample by sample (a
+    replay, whose log keeps every estimate), so the estimates agree to round-off (forgetting
+    too), and so do the residuals and counters."""
+    target, ds = run
+    options = OnlineOptions(method=method, alpha=10.0, cutoff=20.0, sample_rate=ds.sample_rate,
+                            update_rate=50.0, forgetting=0.999)
+    replayed = replay(ds, target, options).snapshot()
+    live = OnlineSession(target, options)
+    assert _pushed(live, ds.t, ds.q, ds.dq, ds.tau, sizes=[5, 1, 7, 40, 2]) == []
+    est = live.snapshot()
+    np.testing.assert_allclose(est.theta, replayed.theta, rtol=1e-7, atol=1e-10)
+    assert est.counters == replayed.counters
+    assert est.residual_rms == pytest.approx(replayed.residual_rms, rel=1e-9)
+
+
+def test_a_refused_row_in_a_folded_batch_is_counted_alone(run):
+    target, ds = run
+    tau = ds.tau.copy()
+    tau[1000, 2] = 1e15  # a corrupt torque: implausible rows while it is in the low-pass
+    session = OnlineSession(target, OnlineOptions(alpha=10.0, cutoff=20.0, update_rate=50.0),
+                            solve_per_batch=True)
+    events = _pushed(session, ds.t, ds.q, ds.dq, tau, sizes=[50])
+    est = session.snapshot()
+    assert est.rejected["update"] > 0 and any(e.reason == "update" for e in events)
+    assert "implausible" in next(e.detail for e in events if e.reason == "update")
+    assert est.updates + est.rejected["update"] == est.conditioned and est.consistent
+
+
 def test_the_estimate_carries_its_diagnostics(run):
     target, ds = run
     session = OnlineSession(target, OnlineOptions(alpha=10.0, cutoff=20.0))

@@ -163,7 +163,8 @@ def test_a_burst_from_stamp_zero_gives_the_offline_estimate(run, feeder, ros_dom
     """3,000 samples sent at once, the first stamped exactly 0: nothing is lost or rejected, the
     node's progress reaches the last stamp, the final estimate is stamped with the data time of
     the last sample folded into it and equals the offline replay of the same samples (the node's
-    batch sizes do not matter), and the lag is published."""
+    batch sizes do not matter: one solve per batch reaches the minimiser a solve per sample
+    does), and the lag is published."""
     proc = start_estimator(ros_domain_id)
     f = feeder()
     try:
@@ -179,7 +180,10 @@ def test_a_burst_from_stamp_zero_gives_the_offline_estimate(run, feeder, ros_dom
         log = stop_process(proc)
     assert proc.returncode == 0, log[-3000:]
     final = f.estimates[-1]
-    np.testing.assert_allclose(final.values, offline.theta, rtol=1e-9, atol=1e-12)
+    # the node solves once per batch, the replay after every sample: the same minimiser, to
+    # Newton's tolerance (1e-9 of the objective): 30 µg of the 5 kg, the first moments and
+    # inertias to 5e-5 kg·m, kg·m² (the CoM to 10 µm)
+    np.testing.assert_allclose(final.values, offline.theta, rtol=1e-5, atol=5e-5)
     assert final.values[0] == pytest.approx(PAYLOAD.mass, rel=0.01)
     assert 0.0 < stamps[-1] * 1e-9 - offline.time < 0.05  # the causal filters' delay
     assert all(np.isfinite(f.lags))
