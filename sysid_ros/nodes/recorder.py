@@ -15,6 +15,11 @@ gaps in the header stamps of stamped streams (the one gap rule,
 go into the bag's metadata (``sysid_ros.lost.<topic>``, ``sysid_ros.gaps.<topic>``), one line
 per topic at stop, a WARNING and ``~/stop``'s message if anything was lost.
 
+Start-up: the bag file is opened, and the declared topics' connections are made (the rosbags type
+store: ~0.6 s of CPU), by the writer thread once the node is ready; messages received meanwhile are
+queued. A declared type the bag's type store does not know ends the node (status 1) with one line
+saying which, as a refused start does.
+
 ``~/progress`` (``builtin_interfaces/Time``) is the header stamp of the newest ``progress_topic``
 message that is in the bag file (flushed: it survives ``kill -9``, see ``sysid bag recover``),
 published when it advanced by ``progress_period`` of data time and whenever the writer is idle,
@@ -92,11 +97,10 @@ class TopicStats:
         return f"{topic}: received {self.received}, written {self.written}, lost {self.lost} (DDS){gaps}"
 
 
-def _stamped(type_name: str) -> bool:
-    from sysid_ros.core.data.bag import typestore
-
-    fields = typestore().fielddefs.get(type_name)
-    return bool(fields and fields[1] and fields[1][0][1][1] == "std_msgs/msg/Header")
+def _stamped(cls) -> bool:
+    """Messages of class ``cls`` begin with a ``std_msgs/Header`` (their stamps are checked for gaps)."""
+    first = next(iter(cls.get_fields_and_field_types().items()), (None, None))
+    return first[1] == "std_msgs/Header"
 
 
 def message_class(type_name: str):
@@ -146,23 +150,24 @@ class RecorderNode(Node):
         self._stats: dict[str, TopicStats] = {}
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._progress = self.create_publisher(Time, "~/progress", PROGRESS)
-        self.bag = BagRecording(output_path, storage=storage)
-        try:  # declared topics: subscribed now, so nothing published from the start is missed
-            latched = {self.resolve_topic_name(t) for t in self._get("latched_topics") if t}
-            for topic, kind in declared.items():
-                self._add_topic(topic, kind)
-                qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL if topic in latched
-                                 else DurabilityPolicy.VOLATILE)
-                self._subscribe(topic, classes[topic], qos)
-        except BaseException:
-            self.bag.abort()  # nothing left behind
-            raise
+        #: the bag, opened by the writer thread (None until then, and if it could not be)
+        self.bag: BagRecording | None = None
+        self._bag_path, self._storage, self._declared = output_path.absolute(), storage, declared
+        self._failed = self.create_guard_condition(self._raise_failure)  # its failure, to spin()
+        self._failure: DataError | None = None
+        # declared topics: subscribed now, so nothing published from the start is missed (queued
+        # until the writer thread has opened the bag)
+        latched = {self.resolve_topic_name(t) for t in self._get("latched_topics") if t}
+        for topic in declared:
+            self._stats[topic] = TopicStats(_stamped(classes[topic]))
+            qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL if topic in latched
+                             else DurabilityPolicy.VOLATILE)
+            self._subscribe(topic, classes[topic], qos)
         self._stop_at: int | None = None  # wall time [ns] of a stop request
         self._last_arrival = time.monotonic()
         self._caught_up: set[str] = set()
         self._writer = threading.Thread(target=self._write_loop, name="bag writer", daemon=True)
-        self._writer.start()
         # its own group: the messages keep flowing while a stop request waits for the backlog
         self.create_service(Trigger, "~/stop", self._on_stop, callback_group=ReentrantCallbackGroup())
         # graph discovery runs on the wall clock: it must not wait for a simulator's /clock
@@ -172,18 +177,43 @@ class RecorderNode(Node):
         # lockstep start: once the progress topic's subscription (declared or discovered) has matched
         self._ready = ReadySignal(self, serves=self._progress.topic_name,
                                   states=lambda: self._recorded.get(self._progress_topic))
-        self.get_logger().info(f"recording {self._wanted} into {self.bag.path} ({storage})")
+        self.get_logger().info(f"recording {self._wanted} into {self._bag_path} ({storage})")
+        self._writer.start()  # (after the line: opening the bag is its first job)
 
     def _get(self, name: str):
         return parameter_value(self, name)
 
-    def _add_topic(self, topic: str, type_name: str) -> None:
+    def _open(self) -> bool:
+        """The writer thread's start: the bag opened and the declared topics' connections made
+        (False, the failure handed to the executor, if that cannot be done)."""
+        try:
+            bag = BagRecording(self._bag_path, storage=self._storage)
+            try:
+                for topic, kind in self._declared.items():
+                    bag.add_topic(topic, kind)
+            except BaseException:
+                bag.abort()  # nothing left behind
+                raise
+        except (DataError, OSError) as exc:
+            self._failure = (exc if isinstance(exc, DataError)
+                             else DataError(f"cannot write {self._bag_path}: {exc}"))
+            self._failed.trigger()
+            return False
+        with self._lock:
+            self.bag = bag
+        return True
+
+    def _raise_failure(self) -> None:
+        """(executor) The bag could not be opened: the node ends, :func:`spin` says why (status 1)."""
+        raise self._failure
+
+    def _add_topic(self, topic: str, type_name: str, cls) -> None:
         with self._lock:
             self.bag.add_topic(topic, type_name)
-            self._stats[topic] = TopicStats(_stamped(type_name))
+            self._stats[topic] = TopicStats(_stamped(cls))
 
     def _discover(self) -> None:
-        if self.bag.closed:
+        if self.bag is None or self.bag.closed:  # (not open yet: the next round)
             return
         types = dict(self.get_topic_names_and_types())
         for topic in self._wanted:
@@ -194,7 +224,7 @@ class RecorderNode(Node):
             type_name = types[topic][0]
             try:
                 cls = message_class(type_name)
-                self._add_topic(topic, type_name)
+                self._add_topic(topic, type_name, cls)
             except (DataError, ImportError, AttributeError, ValueError) as exc:
                 self.get_logger().error(f"not recording {topic}: {exc}")
                 self._recorded[topic] = None
@@ -225,7 +255,7 @@ class RecorderNode(Node):
         with self._lock:
             self._stats[topic].lost += int(info.total_count_change)
             lost = {t: s.lost for t, s in self._stats.items()}
-            if not self.bag.closed:
+            if self.bag is not None and not self.bag.closed:
                 self.bag.save_state({"lost": lost})  # for `sysid bag recover` after a kill
 
     def _on_message(self, topic: str, data: bytes, info) -> None:
@@ -244,6 +274,8 @@ class RecorderNode(Node):
             self._queue.put((topic, now, payload))
 
     def _write_loop(self) -> None:
+        if not self._open():
+            return
         try:
             self._write_queue()
         except Exception as exc:  # e.g. a full disk: say so (the bag so far stays recoverable)
@@ -341,6 +373,8 @@ class RecorderNode(Node):
             self._queue.put(_END)
             self._writer.join()
         with self._lock:
+            if self.bag is None:  # it could not be opened (said): nothing to finish
+                return None
             if self.bag.closed:
                 return self.bag.path if self.bag.path.exists() else None
             if not any(self.bag.counts.values()):

@@ -36,6 +36,21 @@ def test_recorder_with_an_unwritable_output(read_only, ros_domain_id):
                                         f"write in {read_only} (Read-only file system)"], out
 
 
+def test_recorder_with_a_declared_type_the_bag_cannot_hold(tmp_path, ros_domain_id):
+    """The bag is opened by the writer thread once the node is ready (its start does not wait for
+    the type store): a declared type rclpy knows and the bag's type store does not (sysid_ros's
+    Precision) still ends the node with one line and status 1, nothing left behind."""
+    code, out = _run("recorder", ros_domain_id, "topics:=['estimator/precision']",
+                     "types:=['sysid_ros/msg/Precision']", f"output:={tmp_path / 'bag'}")
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[-1] == ("[RecorderNode] stopped: cannot record /estimator/precision: message type "
+                         "sysid_ros/msg/Precision is unknown to the bag type store (ROS 2 Kilted types "
+                         "and sysid_ros messages)"), out
+    assert not [line for line in lines[:-1] if "Traceback" in line or "ERROR" in line], out
+    assert not list(tmp_path.iterdir())
+
+
 def test_estimator_with_a_bad_model_path(ros_domain_id):
     code, out = _run("estimator", ros_domain_id, "model_path:=/nonexistent/arm.xml")
     assert code == 1
