@@ -11,34 +11,24 @@ import unittest
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("launch_testing")
-pytest.importorskip("launch")
-pytest.importorskip("launch_ros")
-
-import launch_testing.actions
-import launch_testing.asserts
 import rclpy
 from sysid_ros.srv import BatchSolve
 
-import launch
+# what every launch test shares (test/ros/launch/launch_support.py): skipped where launch,
+# launch_ros or launch_testing is absent; DDS on this machine only, in this process's own domain
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_support import launch_test, launch_testing, package_launch, ready
 
 pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import STARTUP, package_launch, use_private_domain  # noqa: E402
 
-use_private_domain()
 WORK = Path(tempfile.mkdtemp(prefix="sysid_batch_launch_"))
 
 
-@pytest.mark.launch_test
-@launch_testing.ready_to_test_action_timeout(STARTUP)
-@pytest.mark.timeout(600)  # the run's own bounded waits, past pytest.ini's 300 s
+@launch_test(timeout=600)  # [s] the run's own bounded waits come first
 def generate_test_description():
     include = package_launch("batch_solver.launch.py", {
         "data_root": str(WORK / "bags"), "output_root": str(WORK / "results")})
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
+    return ready(include)
 
 
 class TestBatchSolverServes(unittest.TestCase):

@@ -11,42 +11,33 @@ import os
 import sys
 import unittest
 
-import pytest
-
-pytest.importorskip("launch_testing")
-pytest.importorskip("launch")
-pytest.importorskip("launch_ros")
-
-import launch_testing.actions
-import launch_testing.asserts
 import numpy as np
+import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from sysid_ros.msg import ParameterEstimate
 
-import launch
 from sysid_ros.nodes.qos import LATCHED
 
-pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
+# what every launch test shares (test/ros/launch/launch_support.py): skipped where launch,
+# launch_ros or launch_testing is absent; DDS on this machine only, in this process's own domain
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import STARTUP, package_launch, spin_until, use_private_domain  # noqa: E402
+from launch_support import launch_test, launch_testing, package_launch, ready, spin_until
 
-use_private_domain()
+pytestmark = pytest.mark.launch
+
 TIMEOUT = 600.0  # [s] for the whole run on a loaded 2-core host
 
 
-@pytest.mark.launch_test
-@launch_testing.ready_to_test_action_timeout(STARTUP)
-@pytest.mark.timeout(900)  # the run's own bounded waits, past pytest.ini's 300 s
+@launch_test(timeout=900)  # [s] the run's own bounded waits come first
 def generate_test_description():
     # 250 Hz, as the in-process rigs run on a loaded 2-core host: at the config's 700 Hz the
     # bridge's real-time threads (loop + emulated motors) leave the estimator too little CPU
     include = package_launch("hardware_identify.launch.py", {
         "use_emulator": "1", "record": "false", "excitation_time": "10", "rate": "250"})
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
+    return ready(include)
 
 
 class TestHardwareGraph(unittest.TestCase):

@@ -14,44 +14,33 @@ import unittest
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("launch_testing")
-pytest.importorskip("launch")
-pytest.importorskip("launch_ros")
-
-import launch_testing.actions
-import launch_testing.asserts
 import rclpy
-from launch.actions import GroupAction
-from launch_ros.actions import PushRosNamespace
 from rosbags.rosbag2 import Reader
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from sysid_ros.msg import ParameterEstimate
 
-import launch
 from sysid_ros.core.data.bag import partial_folders
 from sysid_ros.nodes.qos import LATCHED
 
-pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
+# what every launch test shares (test/ros/launch/launch_support.py): skipped where launch,
+# launch_ros or launch_testing is absent; DDS on this machine only, in this process's own domain
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import STARTUP, package_launch, spin_until, use_private_domain  # noqa: E402
+from launch_support import launch, launch_ros, launch_test, launch_testing, package_launch, ready, spin_until
 
-use_private_domain()
+pytestmark = pytest.mark.launch
+
 WORK = Path(tempfile.mkdtemp(prefix="sysid_ns_launch_"))
 BAG = WORK / "run"
 TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30
 
 
-@pytest.mark.launch_test
-@launch_testing.ready_to_test_action_timeout(STARTUP)
-@pytest.mark.timeout(1200)  # the run's own bounded waits, past pytest.ini's 300 s
+@launch_test(timeout=1200)  # [s] the run's own bounded waits come first
 def generate_test_description():
     include = package_launch("sim_identify.launch.py", {
         "real_time_factor": "0", "excitation_time": "4", "bag": str(BAG)})
-    graph = GroupAction([PushRosNamespace("arm"), include])
-    return launch.LaunchDescription([graph, launch_testing.actions.ReadyToTest()])
+    graph = launch.actions.GroupAction([launch_ros.actions.PushRosNamespace("arm"), include])
+    return ready(graph)
 
 
 class TestNamespacedGraph(unittest.TestCase):

@@ -16,42 +16,33 @@ import sys
 import unittest
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("launch_testing")
-pytest.importorskip("launch")
-pytest.importorskip("launch_ros")
-
-import launch_testing.actions
-import launch_testing.asserts
 import numpy as np
+import pytest
 import rclpy
 from geometry_msgs.msg import Inertia
 from std_msgs.msg import Bool
 
-import launch
 from sysid_ros.nodes.qos import LATCHED
 
-pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
+# what every launch test shares (test/ros/launch/launch_support.py): skipped where launch,
+# launch_ros or launch_testing is absent; DDS on this machine only, in this process's own domain
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import STARTUP, package_launch, spin_until, use_private_domain  # noqa: E402
+from launch_support import launch_test, launch_testing, package_launch, ready, spin_until
 
-use_private_domain()
+pytestmark = pytest.mark.launch
+
 UR5E = Path(__file__).resolve().parents[2] / "robots" / "ur5e.xml"
 MASS, COM = 1.2, np.array([0.02, -0.03, 0.06])  # [kg], [m] in wrist_3_link's frame
 TIMEOUT = 480.0  # [s] for the whole run on a loaded 2-core machine (start-up alone took 60 s at load 24)
 
 
-@pytest.mark.launch_test
-@launch_testing.ready_to_test_action_timeout(STARTUP)
-@pytest.mark.timeout(900)  # the run's own bounded waits, past pytest.ini's 300 s
+@launch_test(timeout=900)  # [s] the run's own bounded waits come first
 def generate_test_description():
     include = package_launch("ros2_control_identify.launch.py", {
         "use_sim": "true", "model_path": str(UR5E), "target": "wrist_3_link",
         "sim_payload": f"body=wrist_3_link,mass={MASS},com=0.02,-0.03,0.06", "until_precision": "0.02",
         "max_duration": "60", "record": "false", "lockstep": "true"})
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
+    return ready(include)
 
 
 class TestPayloadOnARos2ControlArm(unittest.TestCase):

@@ -14,32 +14,25 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("launch_testing")
-pytest.importorskip("launch")
-pytest.importorskip("launch_ros")
-
-import launch_testing.actions
-import launch_testing.asserts
 import numpy as np
+import pytest
 import rclpy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from sysid_ros.msg import ParameterEstimate
 
-import launch
 from sysid_ros.core.data.bag import partial_folders, read_bag
 from sysid_ros.core.report.payload import PayloadQuantities
 from sysid_ros.nodes.qos import LATCHED
 
-pytestmark = pytest.mark.launch
-# DDS on this machine only, in this test process's domain (test/ros/launch/launch_support.py)
+# what every launch test shares (test/ros/launch/launch_support.py): skipped where launch,
+# launch_ros or launch_testing is absent; DDS on this machine only, in this process's own domain
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_support import STARTUP, package_launch, spin_until, use_private_domain  # noqa: E402
+from launch_support import launch_test, launch_testing, package_launch, ready, spin_until
 
-use_private_domain()
+pytestmark = pytest.mark.launch
+
 MASS, COM = 0.6, np.array([0.01, -0.015, 0.045])
 EXCITATION = 12  # [s] of excitation, given as an integer
 WORK = Path(tempfile.mkdtemp(prefix="sysid_sim_launch_"))
@@ -47,15 +40,13 @@ BAG = WORK / "run"
 TIMEOUT = 900.0  # [s] for the whole run on a 2-core host at load 30 (lockstep: ~0.05 of real time)
 
 
-@pytest.mark.launch_test
-@launch_testing.ready_to_test_action_timeout(STARTUP)
-@pytest.mark.timeout(1200)  # the run's own bounded waits, past pytest.ini's 300 s
+@launch_test(timeout=1200)  # [s] the run's own bounded waits come first
 def generate_test_description():
     include = package_launch("sim_identify.launch.py", {
         "payload": f"body=link_6,mass={MASS},com=0.01,-0.015,0.045", "target": "link_6",
         "real_time_factor": "0", "lockstep": "1", "alpha": "100", "excitation_time": str(EXCITATION),
         "record": "True", "bag": str(BAG)})
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()])
+    return ready(include)
 
 
 class TestClosedLoop(unittest.TestCase):
