@@ -133,6 +133,15 @@ class CollisionMonitor:
     def thresholds(self) -> Thresholds | None:
         return None if self.detector is None else self.detector.thresholds
 
+    def prepare(self) -> None:
+        """Set up now what the first samples would (the observer's compiled regressors: numba's
+        import and CPU target, the kernels' disk cache, ~1 s of CPU), on a throwaway observer of
+        the same model at its reference pose: nothing of this monitor changes. A node calls it in
+        a thread of its own once it is ready."""
+        observer = MomentumObserver(self.model, self.observer.theta, gain=self.observer.gain)
+        q, dq = self.model.mj.qpos0.copy(), np.zeros(self.model.nv)
+        observer.update(0.0, q, dq, np.zeros(self.model.nv))
+
     def update(self, t: float, q: np.ndarray, dq: np.ndarray, tau: np.ndarray
                ) -> tuple[np.ndarray, list[ContactEvent]]:
         """Residual ``(n,)`` [N·m] and events of the measurement at ``t`` [s] (see

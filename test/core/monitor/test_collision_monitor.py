@@ -291,3 +291,21 @@ def test_stribeck_and_coulomb_terms_vanish_at_rest_and_hold_in_motion():
     assert np.abs(friction[:2]).max() < 1e-6, friction[:2]
     expected = fc + fs * np.exp(-0.5 / stribeck.stribeck_velocity) + fv * 0.5
     np.testing.assert_allclose(friction[2], expected, rtol=1e-9)
+
+
+def test_a_prepared_monitor_calibrates_and_detects_as_an_unprepared_one(model):
+    """``prepare`` (the node's set-up thread) runs a throwaway observer: the monitor's own state
+    (observer, calibration, thresholds) is untouched, so residuals, thresholds and events are the
+    same to the bit."""
+    rec = _run(model, 4, 0.8, (Push("link_4", (0.0, 0.0, -30.0), start=0.5, duration=0.1),))
+    plain, prepared = (CollisionMonitor(model, model.nominal, calibration_time=0.3) for _ in range(2))
+    prepared.prepare()
+    assert prepared.thresholds is None and prepared.observer.restarts == 0
+    runs = []
+    for monitor in (plain, prepared):
+        out = [monitor.update(t, q, dq, tau) for t, q, dq, tau in zip(rec.t, rec.q, rec.dq, rec.tau,
+                                                                      strict=True)]
+        runs.append((np.array([r for r, _ in out]), [(e.kind, e.joint, e.time) for _, es in out for e in es]))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1] and runs[0][1]
+    np.testing.assert_array_equal(plain.thresholds.values, prepared.thresholds.values)
