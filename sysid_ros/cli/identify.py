@@ -23,9 +23,7 @@ from sysid_ros.core.data.columns import TIME_UNITS
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import dumps_strict
 from sysid_ros.core.model.target import Plausibility
-from sysid_ros.core.online import WEIGHTINGS
-from sysid_ros.core.online.rows import DISCRETISATIONS
-from sysid_ros.core.online.session import OPTION_HELP, OnlineOptions
+from sysid_ros.core.online.options import DISCRETISATIONS, OPTION_HELP, WEIGHTINGS, OnlineOptions
 from sysid_ros.core.output_paths import check_folder
 from sysid_ros.core.report.files import summary
 
