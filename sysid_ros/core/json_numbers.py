@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dumps_strict", "json_number", "json_numbers", "strict_json"]
+__all__ = ["dumps_strict", "json_number", "json_numbers", "rounded_json_numbers", "strict_json"]
 
 
 def json_number(x: float) -> float | None:
@@ -28,6 +28,15 @@ def json_number(x: float) -> float | None:
 def json_numbers(values: Iterable[float]) -> list[float | None]:
     """:func:`json_number` of each value."""
     return [json_number(v) for v in values]
+
+
+def rounded_json_numbers(values: Any, digits: int) -> list[float | None]:
+    """:func:`json_number` of each of ``values`` (array-like, flattened), rounded to ``digits``
+    significant digits: the long number lists of a report's figures (~10⁵ values), in one pass."""
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    fmt = f"%.{digits}g"
+    return [float(fmt % v) if finite else None
+            for v, finite in zip(flat.tolist(), np.isfinite(flat).tolist(), strict=True)]
 
 
 def strict_json(value: Any) -> Any:
@@ -44,8 +53,19 @@ def strict_json(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return strict_json(value.tolist())
     if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
+        return [_strict_item(v) for v in value]
     return value
+
+
+def _strict_item(v: Any) -> Any:
+    """:func:`strict_json` of a sequence's item, Python floats, ints, strings and None without the
+    general dispatch (the long number lists of a report's figures)."""
+    kind = type(v)
+    if kind is float:
+        return v if math.isfinite(v) else None
+    if v is None or kind is str or kind is int or kind is bool:
+        return v
+    return strict_json(v)
 
 
 def dumps_strict(value: Any, **kwargs: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sysid_ros.core.json_numbers import json_number
+from sysid_ros.core.json_numbers import rounded_json_numbers
 from sysid_ros.core.model.ellipsoid import body_ellipsoids
 from sysid_ros.core.report.plotting import envelope
 from sysid_ros.core.report.report_data import TorqueSeries
@@ -37,11 +37,7 @@ _BLUE, _ORANGE, _GREEN, _RED, _GREY = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
 
 def _list(a: np.ndarray, digits: int = 6) -> list[float | None]:
     """Finite values rounded to ``digits`` significant digits (JSON size), NaN/inf as ``None``."""
-    out: list[float | None] = []
-    for v in np.asarray(a, dtype=float).reshape(-1).tolist():
-        v = json_number(v)
-        out.append(None if v is None else float(f"{v:.{digits}g}"))
-    return out
+    return rounded_json_numbers(a, digits)
 
 
 def _stacked(n: int, gap: float = 0.03) -> list[list[float]]:
