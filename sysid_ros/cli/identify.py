@@ -18,7 +18,7 @@ from sysid_ros.app.identify import (
     verdict_message,
 )
 from sysid_ros.cli.common import add_base_option, floats
-from sysid_ros.core.blas import single_threaded_blas
+from sysid_ros.core.blas import on_one_blas_thread
 from sysid_ros.core.data.columns import TIME_UNITS
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.json_numbers import dumps_strict
@@ -48,7 +48,9 @@ def request_from_args(args: argparse.Namespace) -> IdentifyRequest:
 def _identify(args: argparse.Namespace) -> int:
     check_folder(args.out, "--out")
     request = request_from_args(args)
-    with single_threaded_blas():  # the batch path's matrices are small: see sysid_ros/core/blas.py
+    # the batch path's matrices are small (sysid_ros/core/blas.py): one BLAS thread, from the process's
+    # start in the command's own process (sysid_ros.cli.main), else limited here
+    with on_one_blas_thread():
         outcome = run_identify(request, _progress, warn=_say)
     return _report(args, outcome)
 

@@ -10,6 +10,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from sysid_ros.core.blas import one_thread_from_start
 from sysid_ros.core.errors import InterruptError, SysIdError
 from sysid_ros.core.progress import not_shown
 
@@ -38,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the imports make ~130,000 objects that live until exit: collecting while they are made
         # finds nothing (~190 passes, 0.15-0.19 s of CPU of `sysid identify` at load 6)
         gc.disable()
+        # BLAS/LAPACK on one thread from their load, as in a node (sysid_ros/core/blas.py: the
+        # project's matrices are small; unless the user set a thread count): NumPy is not loaded yet
+        one_thread_from_start()
     try:
         args = build_parser().parse_args(argv)
     except BaseException:  # --help, a usage error (exit 2), an import that failed
