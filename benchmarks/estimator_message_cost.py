@@ -10,7 +10,10 @@ stamp, and prints CPU per message (gross, and net of the idle rate), what it rec
 lost (its exit line). ``--hogs N`` runs it beside ``stress-ng --cpu N`` (60 s at most).
 DDS stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, the caller's ROS_DOMAIN_ID).
 
-    python benchmarks/estimator_message_cost.py [--duration 10] [--rate 500] [--hogs 0]
+    python benchmarks/estimator_message_cost.py [--duration 10] [--rate 500] [--hogs 0] [--target link_6]
+
+``--target arm``: the whole arm from the nominal prior (84 parameters), as the hardware launch
+file runs it by default (``test/ros/launch/test_hardware_identify_launch.py`` at 250 Hz).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=10.0, help="streamed data [s]")
     parser.add_argument("--rate", type=float, default=500.0, help="joint states per second [Hz]")
     parser.add_argument("--hogs", type=int, default=0, help="stress-ng --cpu N beside (0: none)")
+    parser.add_argument("--target", default="link_6", help="'arm' or the payload's body (default link_6)")
     parser.add_argument("--domain", type=int, default=int(os.environ.get("ROS_DOMAIN_ID", "0") or 0) or 91)
     args = parser.parse_args()
     if args.hogs and shutil.which("stress-ng") is None:
@@ -76,7 +80,8 @@ def main() -> int:
     run = simulate_dataset(model, duration=args.duration, rate=args.rate, payload=payload,
                            sensor=SensorModel(torque_noise=0.05))
     node = NodeProcess("estimator", domain_id=args.domain, config="estimator", overrides={
-        "target": "link_6", "method": "rls_logdet", "prior": "uninformative", "reliable_input": True,
+        "target": args.target, "method": "rls_logdet",
+        "prior": "nominal" if args.target == "arm" else "uninformative", "reliable_input": True,
         "sample_rate": float(args.rate), "publish_rate": 5.0})
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=args.domain)
@@ -93,6 +98,8 @@ def main() -> int:
     try:
         if not wait_for(lambda: "estimating" in node.log.read_text(errors="replace"), 120.0):
             raise SystemExit("the estimator did not start:\n" + node.log.read_text()[-2000:])
+        # the idle rate from after its background set-up (compiled kernels: "ready to process")
+        wait_for(lambda: "ready to process" in node.log.read_text(errors="replace"), 120.0)
         if not wait_for(lambda: pub.get_subscription_count() > 0, 30.0):
             raise SystemExit("the estimator did not subscribe to /joint_states")
         if args.hogs:
@@ -131,7 +138,8 @@ def main() -> int:
     line = stopping[-1].splitlines()[0] if len(stopping) > 1 else ""
     counters = {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", line)}
     n = len(run)
-    print(f"load {load:.1f}, " + (f"beside stress-ng --cpu {args.hogs}" if args.hogs else "no hogs"))
+    print(f"target {args.target}; load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+          + (f"beside stress-ng --cpu {args.hogs}" if args.hogs else "no hogs of its own"))
     print(f"streamed {n} joint states at {args.rate:g} Hz in {sent - start:.2f} s; the estimator "
           + (f"caught up {1e3 * (done - sent):.0f} ms after the last" if caught
              else "never caught up (120 s)"))
