@@ -18,7 +18,8 @@ per topic at stop, a WARNING and ``~/stop``'s message if anything was lost.
 Start-up: the bag file is opened, and the declared topics' connections are made (the rosbags type
 store: ~0.6 s of CPU), by the writer thread once the node is ready; messages received meanwhile are
 queued. A declared type the bag's type store does not know ends the node (status 1) with one line
-saying which, as a refused start does.
+saying which, as a refused start does. A stop before the bag is opened, with nothing received,
+makes no file and does not wait for the opening.
 
 ``~/progress`` (``builtin_interfaces/Time``) is the header stamp of the newest ``progress_topic``
 message that is in the bag file (flushed: it survives ``kill -9``, see ``sysid bag recover``),
@@ -50,7 +51,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from sysid_ros.core.data.bag import BagRecording, header_stamp_ns
+from sysid_ros.core.data.bag import BagRecording, header_stamp_ns, typestore
 from sysid_ros.core.data.stream_time import GapTracker
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.output_paths import check_file
@@ -155,6 +156,7 @@ class RecorderNode(Node):
         self._bag_path, self._storage, self._declared = output_path.absolute(), storage, declared
         self._failed = self.create_guard_condition(self._raise_failure)  # its failure, to spin()
         self._failure: DataError | None = None
+        self._abandoned = False  # stopped before the bag was opened, nothing received: none is made
         # declared topics: subscribed now, so nothing published from the start is missed (queued
         # until the writer thread has opened the bag)
         latched = {self.resolve_topic_name(t) for t in self._get("latched_topics") if t}
@@ -185,23 +187,30 @@ class RecorderNode(Node):
 
     def _open(self) -> bool:
         """The writer thread's start: the bag opened and the declared topics' connections made
-        (False, the failure handed to the executor, if that cannot be done)."""
+        (False if the recording was abandoned meanwhile, or, the failure handed to the executor,
+        if that cannot be done). The slow part (the type store and the writer's import) runs
+        before any file exists, so a stop meanwhile (:meth:`_finish`) needs no wait for it."""
         try:
-            bag = BagRecording(self._bag_path, storage=self._storage)
-            try:
-                for topic, kind in self._declared.items():
-                    bag.add_topic(topic, kind)
-            except BaseException:
-                bag.abort()  # nothing left behind
-                raise
+            typestore()
+            import rosbags.rosbag2  # noqa: F401  (BagRecording's writer)
+
+            with self._lock:  # (milliseconds from here)
+                if self._abandoned:
+                    return False
+                bag = BagRecording(self._bag_path, storage=self._storage)
+                try:
+                    for topic, kind in self._declared.items():
+                        bag.add_topic(topic, kind)
+                except BaseException:
+                    bag.abort()  # nothing left behind
+                    raise
+                self.bag = bag
+            return True
         except (DataError, OSError) as exc:
             self._failure = (exc if isinstance(exc, DataError)
                              else DataError(f"cannot write {self._bag_path}: {exc}"))
             self._failed.trigger()
             return False
-        with self._lock:
-            self.bag = bag
-        return True
 
     def _raise_failure(self) -> None:
         """(executor) The bag could not be opened: the node ends, :func:`spin` says why (status 1)."""
@@ -262,6 +271,8 @@ class RecorderNode(Node):
         """Queue ``data`` and what else the subscription holds now (one executor wake-up for a
         burst: at 500 Hz the executor's per-message cost alone outran a loaded host's share);
         a burst is logged at the time it was taken."""
+        if self._abandoned:  # finished before anything came: nothing is recorded any more
+            return
         self._last_arrival = time.monotonic()
         now = self.get_clock().now().nanoseconds
         subscription = self._recorded.get(topic)
@@ -369,6 +380,16 @@ class RecorderNode(Node):
         return outcome["path"]
 
     def _finish(self) -> Path | None:
+        # stopped before the writer thread opened the bag, with nothing to write: no file is made,
+        # and the stop does not wait for the opener (seconds of CPU share on a busy host)
+        with self._lock:
+            abandon = (not self._abandoned and self.bag is None
+                       and not any(s.received for s in self._stats.values()))
+            self._abandoned |= abandon
+        if abandon:
+            self.get_logger().warning(f"nothing was recorded: no bag written at {self._bag_path}")
+        if self._abandoned:
+            return None
         if self._writer.is_alive():
             self._queue.put(_END)
             self._writer.join()

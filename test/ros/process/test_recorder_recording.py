@@ -310,3 +310,16 @@ def test_a_driver_s_currents_are_stored_unscaled(tmp_path, graph, ros_domain_id)
     with Reader(bag) as reader:
         efforts = [list(store.deserialize_cdr(raw, JS).effort) for _, _, raw in reader.messages()]
     assert efforts == [[c * (1 + k) for c in currents] for k in range(count)]
+
+
+@pytest.mark.timeout(180)
+def test_a_recorder_stopped_at_its_ready_line_leaves_nothing(tmp_path, ros_domain_id):
+    """The writer thread opens the bag once the node is ready: a SIGINT at the ready line (before
+    or after that opening, whichever comes first) ends the node with status 0, says nothing was
+    recorded and leaves no bag and no staging folder."""
+    out = start_recorder(ros_domain_id, tmp_path / "bag")
+    out.proc.send_signal(signal.SIGINT)
+    text = out.finish()
+    assert out.proc.returncode == 0, text
+    assert f"nothing was recorded: no bag written at {tmp_path / 'bag'}" in text, text
+    assert sorted(tmp_path.iterdir()) == []
