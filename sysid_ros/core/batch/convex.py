@@ -428,12 +428,14 @@ def _pull_root(target: Target, r: np.ndarray, scale: np.ndarray, null: np.ndarra
 
 
 def direct_solve(target: Target, scale: np.ndarray, objective: conic.SquaresObjective, *,
-                 precise: bool = False) -> ConvexSolution | None:
+                 precise: bool = False, feasible: conic.FeasibleSet | None = None) -> ConvexSolution | None:
     """``min objective`` over :class:`ConvexProgram`'s consistent set (default margin) by Clarabel
     on the conic form (:mod:`~sysid_ros.core.batch.conic`), without cvxpy: the ConvexSolution of
     :meth:`ConvexProgram.solve` with the same objective, or None when Clarabel does not report
-    ``Solved`` (the caller solves the cvxpy statement then, with its fall-backs)."""
-    feasible = conic.feasible_set(target, scale, CONSISTENCY_MARGIN)
+    ``Solved`` (the caller solves the cvxpy statement then, with its fall-backs). ``feasible``:
+    that set's conic form (:func:`direct_feasible_set` of the same target and scale), when a caller
+    solves several programs over it."""
+    feasible = direct_feasible_set(target, scale) if feasible is None else feasible
     try:
         sol = conic.solve_squares(objective, feasible, _PRECISE["CLARABEL"] if precise else None)
     except (ValueError, TypeError, ArithmeticError, RuntimeError) as exc:
@@ -445,6 +447,12 @@ def direct_solve(target: Target, scale: np.ndarray, objective: conic.SquaresObje
     return ConvexSolution(theta, "optimal", conic.SOLVER, sol.solve_time, sol.objective,
                           sol.multipliers, near_boundary(target, theta, rel=1e-6),
                           iterations=None)
+
+
+def direct_feasible_set(target: Target, scale: np.ndarray) -> conic.FeasibleSet:
+    """The conic form of :class:`ConvexProgram`'s consistent set (default margin) on
+    ``θ = scale ⊙ θ̃``, as :func:`direct_solve` solves over it."""
+    return conic.feasible_set(target, scale, CONSISTENCY_MARGIN)
 
 
 #: ConvexSolution.solver of an optimum found by linear algebra, strictly inside every constraint

@@ -35,6 +35,7 @@ from sysid_ros.core.batch.convex import (
     ConvexSolution,
     column_scale,
     cp,
+    direct_feasible_set,
     direct_solve,
     near_boundary,
     prior_pull_weights,
@@ -340,6 +341,7 @@ class _DirectSteps:
             root = np.vstack([root, np.sqrt(DUAL_METRIC_PRIOR * data.rho2) * np.diag(weights)])
         self.pull, self.prior = root, target.prior / scale
         self.rows = data.matrix * scale  # β = B θ = (B diag(scale)) θ̃
+        self.feasible = direct_feasible_set(target, scale)  # the same set at every step
 
     def h(self, theta: np.ndarray) -> float:
         d = self.pull @ (theta / self.scale - self.prior)
@@ -350,7 +352,7 @@ class _DirectSteps:
         objective = conic.SquaresObjective(
             (np.vstack([norm * root @ self.rows, norm * self.pull]),
              np.concatenate([norm * centre, norm * self.pull @ self.prior])), offset=floor / scale)
-        solution = direct_solve(self.target, self.scale, objective)
+        solution = direct_solve(self.target, self.scale, objective, feasible=self.feasible)
         if solution is None:
             raise _DirectSolveError("Clarabel did not solve a re-weighting step's conic form")
         return solution
