@@ -2,12 +2,12 @@
 
 A thin facade over :class:`sysid_ros.core.online.session.OnlineSession` (the same session, with
 the same options, as ``sysid identify --method rls|rls_logdet|momentum|ekf|mhe``). Subscribes to
-``sensor_msgs/JointState`` (effort = measured torque) with a KEEP_ALL history; the subscription
-only queues, a timer on the steady clock (so it runs whatever ``/clock`` does) hands the queue to
-the session in one batch, so a burst is processed whole (its rows folded in one product and one
-solve at its end: the session's ``solve_per_batch``; the further behind, the cheaper a sample).
-Every loss the node can see is counted
-and reported in throttled warnings, in ``~/save`` and in the log at exit: messages DDS reports
+``sensor_msgs/JointState`` (effort = measured torque) with a KEEP_ALL history; the executor never
+wakes for it: a timer on the steady clock (so it runs whatever ``/clock`` does) takes what the
+subscription holds (``nodes/intake.py``) and hands the queue to the session in one batch, so a
+burst is processed whole (its rows folded in one product, one solve at its end: the session's
+``solve_per_batch``; the further behind, the cheaper a sample). Every loss the node can see is
+counted and reported in throttled warnings, in ``~/save`` and in the log at exit: messages DDS reports
 lost (``rejected_lost``), queue overflows beyond ``max_queue`` (``rejected_dropped``), messages
 naming other joints (``rejected_names``), samples missing between stamps (``missing``: a step of
 ``k`` periods misses ``k − 1``), NaN, stale and out-of-order samples. Stationary samples (every
@@ -90,7 +90,7 @@ from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import joint_message, to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
-from sysid_ros.nodes.intake import take_pending
+from sysid_ros.nodes.intake import PolledGroup, take_pending
 from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.markers import MARKER_PARAMETERS, InertiaMarkerPublisher, check_markers_frame
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value, requested_value
@@ -151,6 +151,9 @@ class EstimatorNode(Node):
     STOP_GRACE = 1.0
     #: [s of data at the nominal rate] most samples one processing step takes from a backlog
     CHUNK = 0.5
+    #: [Hz] the joint states the subscription holds are queued this often (and by every processing
+    #: step): the executor does not wake for each message
+    INTAKE_RATE = 25.0
 
     def __init__(self, **kwargs) -> None:
         super().__init__("estimator", **kwargs)
@@ -168,10 +171,13 @@ class EstimatorNode(Node):
         self._io_group, self._work_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)  # best effort matches any publisher
+        # the processing timer takes the joint states (PolledGroup: no executor wake-up per
+        # message; ~0.5 ms each was most of this node's CPU at 250-500 Hz when it kept up)
+        self._polled = PolledGroup.supported()
         self._states = self.create_subscription(
             JointState, "joint_states", self._on_joint_state,
             QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=reliability),
-            callback_group=self._io_group,
+            callback_group=PolledGroup() if self._polled else self._io_group,
             event_callbacks=SubscriptionEventCallbacks(message_lost=self._on_lost))
         self.create_subscription(ParameterEstimate, "sim/true_parameters", self._on_truth,
                                  LATCHED, callback_group=self._io_group)
@@ -188,6 +194,9 @@ class EstimatorNode(Node):
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._rate_timers: dict[str, object] = {}
         self._start_timers()
+        if self._polled:  # the queue is filled (and held at max_queue) however slowly it is processed
+            self.create_timer(1.0 / self.INTAKE_RATE, self._intake, callback_group=self._io_group,
+                              clock=self._steady)
         self.create_service(Trigger, "~/reset", self._on_reset, callback_group=self._work_group)
         self.create_service(Trigger, "~/save", self._on_save, callback_group=self._work_group)
         self.create_service(Trigger, "~/commit_payload", self._on_commit_payload,
@@ -375,10 +384,14 @@ class EstimatorNode(Node):
         self._warn(key, _TEXT[event.reason](event))
 
     def _on_joint_state(self, msg: JointState, info) -> None:
-        """Only queue, with the receive time: conversion runs in the batch step (rclpy callbacks
-        are costly); every further message the subscription holds is queued now too (one
-        executor wake-up for a burst, not one each)."""
+        """(Where the subscription cannot be polled: an rclpy without ``take_message``.) Only
+        queue, with the receive time: conversion runs in the batch step (rclpy callbacks are
+        costly); every further message the subscription holds is queued now too (one executor
+        wake-up for a burst, not one each)."""
         self._enqueue([(msg, info), *take_pending(self._states, self._max_queue, info=True)])
+
+    def _intake(self) -> None:
+        self._enqueue(take_pending(self._states, self._max_queue, info=True))
 
     def _enqueue(self, taken: list) -> None:
         """Queue ``(message, MessageInfo)`` pairs, each timed on the node clock when DDS received

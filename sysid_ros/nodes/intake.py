@@ -6,13 +6,19 @@ consumer that batches its work (the estimator) gets batches of one. :func:`take_
 from inside that subscription's own callback (or a callback of the same mutually exclusive group),
 the messages already delivered to the subscription, as the executor would take them
 (``subscription.handle.take_message``, the call rclpy's executors make on Jazzy and Kilted).
+
+A consumer that keeps up still pays one wake-up per message that way (they arrive one at a time).
+A subscription in a :class:`PolledGroup` is never waited on by the executor at all: the consumer's
+own timer takes what it holds (``take_pending``) at its own rate.
 """
 
 from __future__ import annotations
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.subscription import Subscription
 
-__all__ = ["take_pending"]
+__all__ = ["PolledGroup", "take_pending"]
 
 
 def take_pending(subscription, limit: int, *, info: bool = False) -> list:
@@ -32,3 +38,19 @@ def take_pending(subscription, limit: int, *, info: bool = False) -> list:
     except _rclpy.InvalidHandle:  # destroyed meanwhile (shutting down): nothing more to take
         pass
     return taken
+
+
+class PolledGroup(MutuallyExclusiveCallbackGroup):
+    """A callback group whose subscriptions the executor never waits on or runs (rclpy's executors
+    put in the wait set only the entities whose group ``can_execute`` them); a timer of the node
+    takes their messages with :func:`take_pending`. Their QoS event handlers (message lost) run as
+    usual. Each arriving message would otherwise wake a ``SingleThreadedExecutor`` (~0.5 ms of
+    Python per wake-up, per message when the consumer keeps up). :meth:`supported`: whether this
+    rclpy can take messages outside the executor (else use an ordinary group)."""
+
+    def can_execute(self, entity) -> bool:
+        return not isinstance(entity, Subscription) and super().can_execute(entity)
+
+    @staticmethod
+    def supported() -> bool:
+        return hasattr(getattr(_rclpy, "Subscription", None), "take_message")
