@@ -15,13 +15,15 @@ simulator's watchdog takes over); :meth:`CommandThread.stop` (called by the node
 error in a callback) ends the thread before the publisher is destroyed; an error in the thread
 stops the commands and is raised in the node's executor (a guard condition), which ends the node.
 
-Real-time scheduling: with a granted priority the node's other Python threads (the executor, which
-holds the GIL while it handles a state) and Fast DDS's threads go to ``SCHED_FIFO 1`` when a run
-starts, as the bridge's do (:func:`~sysid_ros.hardware.realtime.raise_process_threads`): a
-normally scheduled thread preempted by a CPU hog while it holds the GIL stalls this thread for the
-hog's time slice. That is done from this thread once the executor runs, not in the node's
-constructor: scheduling is set with ``SCHED_RESET_ON_FORK``, so the executor thread, started after
-the constructor, would not inherit it.
+Real-time scheduling is asked for this thread only; the node's other threads (the executor) keep
+normal scheduling. Measured in the emulated hardware graph on the shared 2-core host: with the
+executor and Fast DDS's threads at ``SCHED_FIFO 1`` too (as the bridge raises its own), 2.4-3.5 %
+of the cycles were missed, but the node then took 0.9-1.2 of the 2 cores at real-time priority
+(the executor takes every joint state at once) and the normally scheduled estimator and recorder
+got 0.02-0.07 of a core each (the recorder lost 12,120 states, the estimator 33,618); pacing the
+executor to one state per 10 ms did not bring it down enough. With the executor at normal
+scheduling the node takes 0.05-0.1 of a core, but a preempted executor holding the GIL stalls this
+thread: 49 % of the cycles were missed beside ``stress-ng --cpu 2`` (load 13-23).
 """
 
 from __future__ import annotations
@@ -34,9 +36,6 @@ from sysid_ros.core.errors import SysIdError
 from sysid_ros.core.excitation.state_clock import StateClock
 
 __all__ = ["CommandThread"]
-
-#: SCHED_FIFO priority of the node's other threads while a run is commanded from a real-time thread
-OTHERS_PRIORITY = 1
 
 
 class CommandThread:
@@ -121,7 +120,7 @@ class CommandThread:
             self._log.warning(f"command thread: normal scheduling ({grant.refused}); on a busy host it can "
                               "miss command cycles (counted when the run is done)")
         period, stop = self.period, self._stop
-        counting = raised = False
+        counting = False
         due = time.monotonic()
         while not stop.is_set():
             with self._lock:
@@ -129,8 +128,6 @@ class CommandThread:
                 counting = t is not None and self._command(t)
                 if counting:
                     self.cycles += 1
-            if counting and not raised and grant.granted:
-                raised = self._raise_others()
             due += period
             now = time.monotonic()
             if now > due:  # overran or woke late: skip the lost cycles, keep the phase
@@ -140,16 +137,3 @@ class CommandThread:
                     with self._lock:
                         self.missed += skipped
             stop.wait(max(due - time.monotonic(), 0.0))
-
-    def _raise_others(self) -> bool:
-        """The process's other threads at ``SCHED_FIFO 1`` (the executor runs now); said once."""
-        from sysid_ros.hardware.realtime import raise_process_threads
-
-        ids, refused = raise_process_threads(OTHERS_PRIORITY)
-        if refused:
-            self._log.warning(f"the node's other threads keep normal scheduling ({refused}): on a busy "
-                              "host the command thread can miss cycles")
-        else:
-            self._log.info(f"command thread at {self.priority}: {len(ids)} other threads of this process "
-                           f"(executor, DDS) at SCHED_FIFO {OTHERS_PRIORITY}")
-        return True
