@@ -23,7 +23,10 @@ What the figures mean:
   a thread of its own from its ready line on (``OnlineSession.prepare``), so this is the honest
   figure of when it is useful; ``ready`` is when it is in the graph (subscribed, answering).
 * **cpu** [s]: user + system CPU time of the node's process (every thread) at that line,
-  ``/proc/<pid>/stat``: what start-up costs whatever share of the cores the host leaves it.
+  ``/proc/<pid>/stat``: what start-up costs whatever share of the cores the host leaves it. It
+  includes what a thread started at that line (the estimator's and collision monitor's kernel
+  set-up, the recorder's bag opening) did before this script read the log (polled every 10 ms;
+  later on a host that leaves this script little CPU).
 * **share** = cpu / ready: the cores' worth the process got while starting. A start-up that only
   computes has ``share`` ≈ min(1, cores / runnable tasks) (2 cores at load 20: ~0.1); a start-up
   that waits (a sleep, a timer, DDS discovery, a thread that cannot get a core) has less. Wall time
@@ -213,8 +216,13 @@ def main() -> None:
                 stop.append(s)
                 codes.append(c)
             share = statistics.median(u / r for u, r in zip(cpu, ready, strict=True))
-            fed = (f"{statistics.median(first):9.2f}s {max(first):9.2f}s" if node in FED
-                   else f"{'-':>10s} {'-':>10s}")
+            seen = [f for f in first if f == f]  # (NaN: no ~/progress within START_LIMIT)
+            fed = (f"{statistics.median(seen):9.2f}s {max(seen):9.2f}s" if seen
+                   else f"{'none':>10s} {'':>10s}")
+            if node in FED and len(seen) < len(first):
+                fed += f" ({len(first) - len(seen)} without progress in {START_LIMIT:g} s)"
+            if node not in FED:
+                fed = f"{'-':>10s} {'-':>10s}"
             print(f"{node:22s} {statistics.median(ready):9.2f}s {max(ready):9.2f}s "
                   f"{statistics.median(cpu):7.2f}s {share:6.2f} {fed} "
                   f"{statistics.median(stop):8.2f}s {max(stop):8.2f}s  {sorted(set(codes))}  "
