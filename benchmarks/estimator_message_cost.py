@@ -56,6 +56,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU time [s] so far of each thread of process ``pid``, by name (threads of one name summed):
+    the Python main thread (executor, session) is told from DDS's and rclpy's own threads."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            name = "main" if task.name == str(pid) else (task / "comm").read_text().strip()
+        except OSError:  # ended meanwhile
+            continue
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def wait_for(predicate, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -110,6 +124,7 @@ def main() -> int:
         time.sleep(3.0)  # the idle rate: timers only (what the stream's figure is net of)
         idle_rate = (cpu_seconds(node.proc.pid) - c0) / (time.monotonic() - t0)
         c1, start = cpu_seconds(node.proc.pid), time.monotonic()
+        threads0 = thread_cpu(node.proc.pid)
         stamps = np.round((10.0 + run.t) * 1e9).astype(np.int64)
         per_tick = max(int(args.rate / 100), 1)  # 10 ms ticks
         for k0 in range(0, len(run), per_tick):
@@ -125,6 +140,7 @@ def main() -> int:
         caught = wait_for(lambda: progress and progress[-1] >= stamps[-1], 120.0)
         done = time.monotonic()
         gross = cpu_seconds(node.proc.pid) - c1
+        threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(node.proc.pid).items()}
         used = gross - idle_rate * (done - start)
     finally:
         if hog is not None:
@@ -146,6 +162,8 @@ def main() -> int:
     print(f"estimator CPU: idle {1e3 * idle_rate:.1f} ms/s (timers); from the first message until caught "
           f"up {gross:.2f} s, {1e3 * gross / n:.3f} ms per message; net of the idle rate "
           f"{1e3 * used / n:.3f} ms per message ({used / (n / args.rate):.2f} core at {args.rate:g} Hz)")
+    busiest = sorted(threads.items(), key=lambda kv: -kv[1])[:4]
+    print("by thread (ms per message): " + ", ".join(f"{k} {1e3 * v / n:.3f}" for k, v in busiest))
     print(f"its counters: received {counters.get('received')}, updates {counters.get('updates')}, "
           f"lost {counters.get('rejected_lost', 0)}, dropped {counters.get('rejected_dropped', 0)}, "
           f"missing {counters.get('missing')}; exit status {status}")
