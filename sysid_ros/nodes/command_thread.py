@@ -22,8 +22,8 @@ of the cycles were missed, but the node then took 0.9-1.2 of the 2 cores at real
 (the executor takes every joint state at once) and the normally scheduled estimator and recorder
 got 0.02-0.07 of a core each (the recorder lost 12,120 states, the estimator 33,618); pacing the
 executor to one state per 10 ms did not bring it down enough. With the executor at normal
-scheduling the node takes 0.05-0.1 of a core, but a preempted executor holding the GIL stalls this
-thread: 49 % of the cycles were missed beside ``stress-ng --cpu 2`` (load 13-23).
+scheduling the node takes 0.05-0.3 of a core, but 48-49 % of the cycles were missed (load 11-23,
+with and without ``stress-ng --cpu 2``; likely a preempted executor holding the GIL).
 """
 
 from __future__ import annotations
