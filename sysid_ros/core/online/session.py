@@ -328,16 +328,17 @@ class OnlineSession:
         if not len(out[0]):
             return []
         refused = self.estimator.rejected
+        # only a folding estimator defers its solve (the EKF's push_batch has no ``defer``)
+        defer = {"defer": True} if self.solve_per_batch else {}
         self._counts["conditioned"] += len(out[0])
         self._time = float(out[0][-1])
         if self.options.stationary_cut and self.options.regression != "state":  # the EKF needs every sample
             for run, restart in self._moving_runs(out[2]):
                 if restart:
                     self.estimator.rows.restart()
-                self.estimator.push_batch(*(a[run] for a in out), log=self.options.history,
-                                          defer=self.solve_per_batch)
+                self.estimator.push_batch(*(a[run] for a in out), log=self.options.history, **defer)
         else:
-            self.estimator.push_batch(*out, log=self.options.history, defer=self.solve_per_batch)
+            self.estimator.push_batch(*out, log=self.options.history, **defer)
         refused = self.estimator.rejected - refused
         if not refused:
             return []

@@ -97,6 +97,21 @@ def test_one_solve_per_batch_reaches_the_estimate_of_a_solve_at_every_sample(run
     assert b.divergence_to_truth == pytest.approx(a.divergence_to_truth, rel=1e-2)
 
 
+def test_a_node_session_with_the_ekf_takes_batches_as_a_replay_does(run):
+    """The node asks every session for ``solve_per_batch``; the EKF has no rows to fold and takes
+    the batch sample by sample (it ended the estimator node's processing with a TypeError)."""
+    target, ds = run
+    n = 300
+    options = OnlineOptions(method="ekf", cutoff=20.0, sample_rate=ds.sample_rate)
+    node = OnlineSession(target, options, solve_per_batch=True)
+    plain = OnlineSession(target, options)
+    assert not node.solve_per_batch
+    assert _pushed(node, ds.t[:n], ds.q[:n], ds.dq[:n], ds.tau[:n], sizes=[7, 40, 125]) == []
+    assert _pushed(plain, ds.t[:n], ds.q[:n], ds.dq[:n], ds.tau[:n], sizes=[7, 40, 125]) == []
+    assert node.estimator.samples == plain.estimator.samples > 0
+    np.testing.assert_array_equal(node.snapshot().theta, plain.snapshot().theta)
+
+
 @pytest.mark.parametrize("method", ["rls_logdet", "momentum"])
 def test_rows_folded_in_blocks_give_the_estimate_of_rows_folded_one_by_one(run, method):
     """With an ``update_rate`` and no log of every estimate (a node) the rows between two solves
