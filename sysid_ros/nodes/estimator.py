@@ -160,6 +160,7 @@ class EstimatorNode(Node):
         declare_parameters(self, PARAMETERS, read_only=_AT_START)
         self._lock = threading.Lock()
         self._queue: deque = deque()  # (JointState, receive time [ns] on the node clock)
+        self._taken = 0  # messages off the queue in a processing step not finished yet (see backlog)
         self._reported: dict[str, float] = {}
         self._truth: dict[str, float] | None = None  # the simulator's true parameters, by name
         self._stream: JointStream | None = None  # stamps, columns, torque map (core: one policy)
@@ -208,8 +209,9 @@ class EstimatorNode(Node):
 
     @property
     def backlog(self) -> int:
-        """Joint states received and not processed yet."""
-        return len(self._queue)
+        """Joint states received and not processed yet: queued, or taken off the queue by a
+        processing step that has not finished (0 only once the session holds every one)."""
+        return len(self._queue) + self._taken
 
     def destroy_node(self) -> None:
         """Process what is queued (for ``stop_budget`` s at most), then say what the session saw
@@ -442,14 +444,18 @@ class EstimatorNode(Node):
                                       throttle_duration_sec=2.0)
         if not final:
             backlog = min(backlog, max(int(self.CHUNK * self.options.sample_rate), 1))
-        messages = [joint_message(*self._queue.popleft()) for _ in range(backlog)]
-        with self._lock:
-            batch = self._stream.batch(messages, final=final)
-            if batch.refused:
-                self.session.reject("names", len(batch.refused))
-            events = self.session.push_batch(batch.t, batch.q, batch.dq, batch.tau) if len(batch) else ()
-            if len(batch):
-                self._last_q = batch.q[-1]
+        self._taken = backlog  # counted in backlog until the session holds them
+        try:
+            messages = [joint_message(*self._queue.popleft()) for _ in range(backlog)]
+            with self._lock:
+                batch = self._stream.batch(messages, final=final)
+                if batch.refused:
+                    self.session.reject("names", len(batch.refused))
+                events = self.session.push_batch(batch.t, batch.q, batch.dq, batch.tau) if len(batch) else ()
+                if len(batch):
+                    self._last_q = batch.q[-1]
+        finally:
+            self._taken = 0
         if batch.refused:
             self._warn("rejected_names", batch.refused[-1])
         for event in events:

@@ -83,6 +83,8 @@ def test_the_estimator_node_publishes_and_saves_the_projected_arm(tmp_path, ros_
         assert projection["mahalanobis_distance"] > 0 and projection["violated_by_raw_estimate"]
         assert doc["diagnostics"]["status"] == "optimal" and doc["exported_parameters"]["from"] == PROJECTED
         saved = np.array([doc["exported_parameters"]["values"][n] for n in model.param_names])
+        # the file says it identified from the samples the last message says (backlog 0: all processed)
+        assert doc["diagnostics"]["n_samples"] == final.sample_count
         np.testing.assert_array_equal(saved, np.array(final.values))
         written = RobotModel.from_mjcf(str(mjcf), joint_terms=joint_terms(FRICTION, False))
         np.testing.assert_allclose(written.nominal, saved, rtol=1e-6, atol=1e-9)
