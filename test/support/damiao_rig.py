@@ -193,14 +193,20 @@ class Listener:
         self.executor.add_node(self.node)
         self.states: list = []  # (receive time [s, monotonic], JointState)
         self.diagnostics: list = []
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        # 2 s of the bridge's 500 Hz states: a listener starved on a busy host drops none meanwhile
+        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         self.node.create_subscription(JointState, "/joint_states",
                                       lambda m: self.states.append((time.monotonic(), m)), reliable)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)
         self._command_type = MotorCommand
         self.commands = self.node.create_publisher(MotorCommand, "/motor_command", 10)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.05)
 
     def add(self, node) -> None:
         self.executor.add_node(node)
@@ -223,8 +229,11 @@ class Listener:
         return future.result()
 
     def close(self) -> None:
+        """Stop the spin thread, then the executor (its guard condition destroyed under a spinning
+        thread made rclpy's handler call ``None.trigger()``), then the node and the context."""
+        self._stop.set()
+        self._thread.join(timeout=30)
         self.executor.shutdown()
-        self._thread.join(timeout=5)
         self.node.destroy_node()
         self._rclpy.try_shutdown(context=self.context)
 
