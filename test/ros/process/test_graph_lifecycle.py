@@ -12,6 +12,7 @@ import signal
 import time
 
 import pytest
+from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from support.robots import DEFAULT_ROBOT
@@ -20,6 +21,7 @@ from support.waits import wait_until, wait_with_nodes
 
 from sysid_ros.core.data.bag import partial_folders, read_bag
 from sysid_ros.nodes.processes import NodeProcess
+from sysid_ros.nodes.qos import PROGRESS
 
 pytestmark = pytest.mark.ros
 START = 300.0  # [s] a node process's start on a 2-core host at load 40 (imports, MuJoCo model)
@@ -104,9 +106,17 @@ def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, r
     sim = NodeProcess("mujoco_sim", domain_id=ros_domain_id, config="mujoco_sim",
                       overrides={"model_path": str(DEFAULT_ROBOT), "real_time_factor": 1.0})
     rec = NodeProcess("recorder", domain_id=ros_domain_id, config="recorder", overrides={"output": str(bag)})
+    listener = SpinningNode("progress_listener", ros_domain_id)
     try:
         _wait_for_line(rec, "recording [")
-        _wait_for_line(sim, ", mode ")  # stepping for 5 s (its report), the recorder subscribed
+        _wait_for_line(sim, ", mode ")  # stepping for 5 s (its report)
+        # the recorder has joint states in its bag (its ~/progress: the newest one's stamp) before
+        # the Ctrl-Cs: a log line of the simulator does not say that its states reached the recorder
+        # (at load 14 none had: nothing recorded, no bag made, both nodes rightly exited 0)
+        progress: list = []
+        listener.node.create_subscription(Time, "/recorder/progress", progress.append, PROGRESS)
+        wait_with_nodes(lambda: progress, START, "the recorder's ~/progress (joint states in its bag)",
+                        procs=[rec, sim])
         for proc in (rec, sim):
             proc.proc.send_signal(signal.SIGINT)
             time.sleep(spacing)  # the spacing under test, not synchronisation
@@ -114,6 +124,7 @@ def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, r
         assert _exit_status(rec) == 0, rec.output[-3000:]
         assert _exit_status(sim) == 0, sim.output[-3000:]
     finally:
+        listener.close()
         sim.stop(STOP)
         rec.stop(STOP)
     assert "Traceback" not in rec.output + sim.output
