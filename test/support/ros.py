@@ -19,15 +19,13 @@ class SpinningNode:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.backpressure = 0  # writes refused while a reader caught up (each retried)
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
     def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # the context shut down under it
-                return
+        while self.context.ok() and not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
 
     def publish(self, pub, msg, timeout: float = 60.0) -> None:
         """Publish ``msg`` on ``pub``: a reliable KEEP_ALL writer whose history is full (its
@@ -50,9 +48,15 @@ class SpinningNode:
                 threading.Event().wait(0.005)
 
     def close(self) -> None:
+        """Stop the spin thread and wait for it (bounded by one ``spin_once``), then shut down
+        the executor, node and context: shutting the executor down under a spinning thread
+        destroys the guard condition that thread is waiting on."""
         import rclpy
 
+        self._stop.set()
+        self._thread.join(timeout=30.0)
+        if self._thread.is_alive():
+            raise RuntimeError(f"{self.node.get_name()}: spin thread still running 30 s after close()")
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
-        self._thread.join(timeout=5)
