@@ -36,8 +36,6 @@ to process`` in the log); joint states that arrive before wait for them.
 from __future__ import annotations
 
 import math
-import threading
-import time
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -56,6 +54,7 @@ from sysid_ros.core.monitor import detector as contact
 from sysid_ros.core.monitor.observer import DEFAULT_GAIN
 from sysid_ros.core.online.stream import JointStream
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.background_setup import BackgroundSetUp
 from sysid_ros.nodes.conversions import joint_message
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.lockstep import ReadySignal
@@ -123,29 +122,11 @@ class CollisionMonitorNode(Node):
             + (f" with {result}" if result else "") + f", observer gain {self._get('gain'):g} 1/s, "
             + ("thresholds " + _nm(self.monitor.thresholds.values) if given
                else f"thresholds from the first {self._get('calibration_time'):g} s"))
-        self._closing = threading.Lock()  # held by destroy_node: the set-up thread logs only before
-        self._closed = False
-        threading.Thread(target=self._prepare, name="prepare", daemon=True).start()
-
-    def _prepare(self) -> None:
-        """The observer's compiled kernels set up in this thread once the node is ready
-        (:meth:`CollisionMonitor.prepare`), not by the first joint state in the executor (which
-        would not answer anything meanwhile); a joint state that arrives first waits for them."""
-        start, cpu = time.monotonic(), time.thread_time()
-        try:
-            self.monitor.prepare()
-            text = (f"ready to process: compiled kernels set up in {time.monotonic() - start:.2f} s "
-                    f"({time.thread_time() - cpu:.2f} s of CPU)")
-        except Exception as exc:  # the first sample sets them up again and says what fails
-            text = f"setting up ahead of the first samples failed ({exc}): done when they arrive"
-        with self._closing:
-            if not self._closed:
-                self.get_logger().info(text)
+        self._setup = BackgroundSetUp(self.get_logger(), self.monitor.prepare)  # kernels after the ready line
 
     def destroy_node(self) -> None:
-        if hasattr(self, "_closing"):
-            with self._closing:
-                self._closed = True
+        if hasattr(self, "_setup"):
+            self._setup.close()
         super().destroy_node()
 
     def _get(self, name: str):

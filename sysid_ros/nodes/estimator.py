@@ -88,6 +88,7 @@ from sysid_ros.core.online.stream import JointStream, load_prior
 from sysid_ros.core.result_file import ResultFile
 from sysid_ros.msg import ParameterEstimate, Precision
 from sysid_ros.nodes import spin
+from sysid_ros.nodes.background_setup import BackgroundSetUp
 from sysid_ros.nodes.conversions import joint_message, to_estimate_msg, to_inertia_msg, to_precision_msg
 from sysid_ros.nodes.effort import TORQUE_PARAMETERS, torque_map
 from sysid_ros.nodes.intake import PolledGroup, take_pending
@@ -203,9 +204,7 @@ class EstimatorNode(Node):
         self.create_service(Trigger, "~/commit_payload", self._on_commit_payload,
                             callback_group=self._work_group)
         self._announce()
-        self._closing = threading.Lock()  # held by destroy_node: the set-up thread logs only before
-        self._closed = False
-        threading.Thread(target=self._prepare, name="prepare", daemon=True).start()
+        self._setup = BackgroundSetUp(self.get_logger(), self.session.prepare)  # kernels after the ready line
 
     @property
     def backlog(self) -> int:
@@ -216,9 +215,8 @@ class EstimatorNode(Node):
     def destroy_node(self) -> None:
         """Process what is queued (for ``stop_budget`` s at most), then say what the session saw
         (and lost, and left unprocessed) before leaving."""
-        if hasattr(self, "_closing"):
-            with self._closing:
-                self._closed = True
+        if hasattr(self, "_setup"):
+            self._setup.close()
         if not hasattr(self, "session"):  # refused while starting (its one line is said): nothing ran
             return super().destroy_node()
         try:
@@ -250,22 +248,6 @@ class EstimatorNode(Node):
         self.get_logger().info(f"estimating {self.target.kind} parameters ({self.target.n_params}) "
                                f"with {self.options.method} on {topic} (low-pass "
                                f"{self.options.effective_cutoff:g} Hz at {self.options.sample_rate:g} Hz)")
-
-    def _prepare(self) -> None:
-        """What the first samples need (the filters' and regressors' compiled kernels, the
-        method's solver bindings: ~1-1.5 s of CPU), set up in this thread once the node is ready
-        (:meth:`OnlineSession.prepare`): the constructor does not wait for it, and samples that
-        arrive meanwhile are queued and processed as soon as it is done."""
-        start, cpu = time.monotonic(), time.thread_time()
-        try:
-            self.session.prepare()
-            text = (f"ready to process: compiled kernels set up in {time.monotonic() - start:.2f} s "
-                    f"({time.thread_time() - cpu:.2f} s of CPU)")
-        except Exception as exc:  # the first samples set it up again and say what fails
-            text = f"setting up ahead of the first samples failed ({exc}): done when they arrive"
-        with self._closing:
-            if not self._closed:
-                self.get_logger().info(text)
 
     def _start_timers(self) -> None:
         """The processing and publication timers, on the steady clock: they run whatever
