@@ -22,9 +22,9 @@ def stop_process(proc) -> str:
     return out or ""
 
 
-def wait_until(condition, timeout: float, what: str, proc=None) -> None:
+def wait_until(condition, timeout: float, what: str, proc=None, output=None) -> None:
     """Wait (bounded) until ``condition()``; fail naming ``what`` on timeout, or at once if the
-    node process ``proc`` ends first."""
+    node process ``proc`` ends first (with ``output()``, the process's output so far, if given)."""
     import threading
     import time
 
@@ -32,7 +32,8 @@ def wait_until(condition, timeout: float, what: str, proc=None) -> None:
     event = threading.Event()
     while not condition():
         if proc is not None and proc.poll() is not None:
-            pytest.fail(f"the node process exited ({proc.returncode}) while waiting for {what}")
+            said = f": {output()}" if output is not None else ""
+            pytest.fail(f"the node process exited ({proc.returncode}) while waiting for {what}{said}")
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what}")
         event.wait(0.01)

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pytest
 from support.robots import TEST_ROBOTS
+from support.waits import wait_until
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -83,11 +84,7 @@ def test_commands_follow_the_states_clock_stop_with_the_states_and_end_with_the_
     spinner.start()
 
     def wait(condition, what: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while not condition():
-            assert proc.poll() is None, f"the trajectory publisher exited {proc.returncode}: {''.join(lines)}"
-            assert time.monotonic() < deadline, f"timed out after {TIMEOUT:.0f} s waiting for {what}"
-            time.sleep(0.05)
+        wait_until(condition, TIMEOUT, what, proc, output=lambda: "".join(lines))
 
     try:
         wait(lambda: any("excitation started" in line for line in lines), "the run to start")

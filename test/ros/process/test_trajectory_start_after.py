@@ -11,12 +11,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 from support.robots import TEST_ROBOTS
-from support.waits import stop_process
+from support.waits import stop_process, wait_until
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import KeyValue  # noqa: E402
@@ -68,11 +67,7 @@ def test_the_run_waits_for_the_named_consumers(ros_domain_id):
     thread.start()
 
     def wait(condition, what: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while not condition():
-            assert proc.poll() is None, f"the trajectory publisher exited {proc.returncode}: {''.join(lines)}"
-            assert time.monotonic() < deadline, f"timed out after {TIMEOUT:.0f} s waiting for {what}"
-            time.sleep(0.05)
+        wait_until(condition, TIMEOUT, what, proc, output=lambda: "".join(lines))
 
     try:
         wait(lambda: any("the excitation waits for /estimator" in line for line in lines),
