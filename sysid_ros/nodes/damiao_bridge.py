@@ -1,10 +1,10 @@
 """Node ``damiao_bridge``: Damiao motors in MIT mode over python-can, as a managed lifecycle node.
 
-* configure: open the CAN bus and run the register handshake (PMAX/VMAX/TMAX checked against the
-  model table, CTRL_MODE = MIT and TIMEOUT written and read back); with ``use_emulator: true`` the
-  bus is an emulated one instead (:class:`~sysid_ros.hardware.emulated_bus.EmulatedBus`: motors
-  emulated in this process, shafts driven by MuJoCo, on a private ``virtual`` channel; parameters
-  ``emulator.*``), built here and handed to the bridge like any other bus;
+* configure: start the bridge's own process (below), open the CAN bus there and run the register
+  handshake (PMAX/VMAX/TMAX checked against the model table, CTRL_MODE = MIT and TIMEOUT written
+  and read back); with ``use_emulator: true`` the bus is an emulated one instead
+  (:class:`~sysid_ros.hardware.emulated_bus.EmulatedBus`: motors emulated in the bridge's process,
+  shafts driven by MuJoCo, on a private ``virtual`` channel; parameters ``emulator.*``);
 * activate: check every joint is inside its limits, enable every motor (confirmed) and start the
   control loop thread (``rate`` Hz): latest ``motor_command`` (or the ``replay_file``) → clamped
   MIT frames → replies → one ``sensor_msgs/JointState`` per cycle on ``joint_states``;
@@ -34,9 +34,15 @@ Topics (relative names: remap them in a launch file or with ``--ros-args -r``):
 * ``sim/true_parameters`` (``sysid_ros/ParameterEstimate``, latched), with the emulator only: the
   emulated robot's true parameters.
 
-The control loop is a thread of its own that asks for real-time scheduling (``realtime_priority``,
-``lock_memory``; said once if the host refuses) and never waits for the rclpy executor to send a
-frame: it enables the motors, sends every cycle's frames and disables the motors on deactivate.
+The control loop runs in a process of its own (:mod:`sysid_ros.hardware.bridge_process`, started
+at configure, ended at cleanup/shutdown): it shares no interpreter lock with this node's executor,
+DDS or logging, which a busy host preempts. There its thread asks for real-time scheduling
+(``realtime_priority``, ``lock_memory``; said once if the host refuses; the worker's other threads
+at SCHED_FIFO 1), enables the motors, sends every cycle's frames and disables the motors on
+deactivate. This node converts messages: commands go to the worker without waiting, joint states
+come back for every cycle (none dropped: the worker queues what this node has not read yet). If
+this node dies (even by SIGKILL) the worker disables every motor and ends; if the worker dies,
+this node says so, leaves ``active`` and reports the motors as possibly enabled.
 
 With ``autostart: true`` the node configures and activates itself; otherwise
 ``ros2 lifecycle set /damiao_bridge configure`` then ``activate``.
@@ -46,11 +52,8 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import threading
-from typing import Literal
 
-import can
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
@@ -62,11 +65,11 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.errors import SysIdError
-from sysid_ros.hardware.bridge import Bridge, BridgeStatus, JointSample
 from sysid_ros.hardware.bridge_config import BUS_PARAMETERS, JOINT_PARAMETERS, NODE_NAME, BridgeConfig
-from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS
-from sysid_ros.hardware.realtime import raise_process_threads
-from sysid_ros.hardware.safety import CommandError, Trip
+from sysid_ros.hardware.bridge_process import BridgeProcess, EmulatorHandle
+from sysid_ros.hardware.bridge_types import BridgeStatus
+from sysid_ros.hardware.emulated_bus import EMULATOR_PARAMETERS, EmulatorOptions
+from sysid_ros.hardware.safety import Trip
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.conversions import to_truth_msg
@@ -79,8 +82,6 @@ COMMANDS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: or recorder on a loaded host) loses nothing, while the control loop never blocks on a reader
 STATES = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 WARN_INTERVAL = 2.0  # [s] between two reports of the same counted warning
-SWITCH_INTERVAL = 5e-4  # [s] GIL switch interval of the node's process (see main)
-OTHERS_PRIORITY = 1     # SCHED_FIFO priority of the node's other threads when the loop is real-time
 #: ``use_emulator`` and the ``emulator.*`` group (:data:`.emulated_bus.EMULATOR_PARAMETERS`)
 EMULATOR_GROUP = (
     ("use_emulator", False, "emulated motors on a private in-process bus instead of the configured one"),
@@ -103,8 +104,8 @@ class DamiaoBridgeNode(LifecycleNode):
             else:
                 self.declare_parameter(f"joints.{p.key}", None,
                                        ParameterDescriptor(description=p.description, dynamic_typing=True))
-        self.bridge: Bridge | None = None
-        self.emulated = None  # EmulatedBus with use_emulator
+        self.bridge: BridgeProcess | None = None
+        self.emulated: EmulatorHandle | None = None  # the worker's emulated motors (use_emulator)
         self._warned: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self._state_pub = self.create_publisher(JointState, "joint_states", STATES)
@@ -119,25 +120,9 @@ class DamiaoBridgeNode(LifecycleNode):
         # a trip is seen in the loop thread; the lifecycle transition runs in the executor
         self._trip_guard = self.create_guard_condition(self._leave_active_after_trip)
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault)
-        self._process_realtime()
         if parameter_value(self, "autostart"):
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
-
-    def _process_realtime(self) -> None:
-        """With a real-time control loop (``realtime_priority`` > 0): every other thread of this
-        process (this one, which becomes the executor's parent; the DDS threads) at SCHED_FIFO
-        :data:`OTHERS_PRIORITY`, so that none is preempted by a normal task while it holds the GIL
-        or a DDS lock the loop waits for (:func:`~sysid_ros.hardware.realtime.raise_process_threads`)."""
-        if int(parameter_value(self, "realtime_priority")) <= 0:
-            return
-        raised, refused = raise_process_threads(OTHERS_PRIORITY)
-        if refused:
-            self.get_logger().warning(f"the node's other threads keep normal scheduling ({refused}): on a "
-                                      "busy host they can stall the control loop (docs/damiao-bridge.md)")
-        else:
-            self.get_logger().info(f"{len(raised)} other threads of this process (executor, DDS) at "
-                                   f"SCHED_FIFO {OTHERS_PRIORITY}")
 
     # ------------------------------------------------------------------------------ set-up
     def _parameter_snapshot(self) -> dict:
@@ -149,42 +134,26 @@ class DamiaoBridgeNode(LifecycleNode):
                 params[f"joints.{p.key}"] = list(value)
         return params
 
-    def _open_emulated_bus(self, config: BridgeConfig,
-                           params: dict) -> tuple[BridgeConfig, can.BusABC, Literal["wall", "rounds"]]:
-        """Emulated motors for the configured joints on a private virtual channel: the config
-        pointed at that channel, the bus to hand to the bridge and the bridge's time base."""
-        from sysid_ros.hardware.emulated_bus import EmulatedBus, EmulatorOptions
-
-        self.emulated = EmulatedBus(config.joints, period=config.period,
-                                    options=EmulatorOptions.from_parameters(params)).start()
-        config = config.replace(interface="virtual", channel=self.emulated.channel)
-        names, values = self.emulated.emulator.true_parameters()
-        payload = self.emulated.payload
+    def _publish_truth(self, truth: tuple[list[str], list[float]]) -> None:
+        """The emulated robot's true parameters on ``sim/true_parameters`` (latched)."""
         if self._truth_pub is None:
             self._truth_pub = self.create_publisher(ParameterEstimate, "sim/true_parameters", LATCHED)
-        self._truth_pub.publish(to_truth_msg(names, values))  # the arm's and payload.* parameters
-        self.get_logger().warning(f"EMULATED motors on virtual channel {config.channel!r} (no hardware)"
-                                  + (f", payload {payload.mass} kg on {payload.body}" if payload else ""))
-        return config, self.emulated.bus, self.emulated.timebase
-
-    def _close_emulated_bus(self) -> None:
-        if self.emulated is not None:
-            states = ", ".join(f"{m.joint.name}=0x{int(m.state):X}" for m in self.emulated.emulator.motors)
-            self._log.info("emulator motor states at stop: %s", states)
-            self.emulated.close()
-            self.emulated = None
+        self._truth_pub.publish(to_truth_msg(*truth))  # the arm's and payload.* parameters
 
     # ------------------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             params = self._parameter_snapshot()
-            config = BridgeConfig.from_parameters(params)
-            bus, timebase = None, "wall"
+            config = BridgeConfig.from_parameters(params)  # checked here first: no process for a typo
             if params["use_emulator"]:
-                config, bus, timebase = self._open_emulated_bus(config, params)
-            self.bridge = Bridge(config, bus=bus, on_sample=self._publish_state, on_trip=self._on_trip,
-                                 on_replay_done=self._on_replay_done, logger=self._log, timebase=timebase)
+                EmulatorOptions.from_parameters(params)
+            self.bridge = BridgeProcess(config, params, on_sample=self._publish_state, on_trip=self._on_trip,
+                                        on_replay_done=self._on_replay_done, on_warning=self._warn,
+                                        on_exit=self._on_worker_exit, logger=self._log)
             self.bridge.configure()
+            if params["use_emulator"]:
+                self.emulated = EmulatorHandle(self.bridge)
+                self._publish_truth(self.bridge.truth)
         except SysIdError as exc:
             self.get_logger().error(f"configure failed: {exc}")
             self._release()
@@ -206,7 +175,10 @@ class DamiaoBridgeNode(LifecycleNode):
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self.bridge.deactivate()
+        try:
+            self.bridge.deactivate()
+        except SysIdError as exc:  # the worker is gone: inactive anyway, and the log says why
+            self.get_logger().error(f"deactivate: {exc}")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -228,7 +200,7 @@ class DamiaoBridgeNode(LifecycleNode):
             if self.bridge is not None:
                 self.bridge.shutdown()
                 self.bridge = None
-            self._close_emulated_bus()
+            self.emulated = None
             if self._sub is not None:
                 self.destroy_subscription(self._sub)
                 self._sub = None
@@ -253,23 +225,15 @@ class DamiaoBridgeNode(LifecycleNode):
         bridge = self.bridge
         if bridge is None:
             return
-        try:
-            parsed = bridge.submit_command(list(msg.name), list(msg.position), list(msg.velocity),
-                                           list(msg.effort), list(msg.kp), list(msg.kd))
-        except CommandError as exc:
-            self._warn("rejected_commands", f"MotorCommand refused: {exc}")
-            return
+        try:  # refused, ignored and unknown-joint commands come back as counted warnings (_warn)
+            bridge.submit_command(msg.name, msg.position, msg.velocity, msg.effort, msg.kp, msg.kd)
         except SysIdError as exc:
             self._warn("ignored_commands", f"MotorCommand ignored: {exc}")
-            return
-        if parsed.unknown_names:
-            self._warn("unknown_joints", f"MotorCommand names joints this bridge does not drive: "
-                       f"{parsed.unknown_names} (it drives {self._names})")
 
-    def _publish_state(self, sample: JointSample) -> None:
-        msg = JointState(name=self._names, position=sample.position.tolist(),
-                         velocity=sample.velocity.tolist(), effort=sample.effort.tolist())
-        sec, nsec = divmod(int(sample.stamp * 1e9), 1_000_000_000)
+    def _publish_state(self, stamp: float, position: list, velocity: list, effort: list) -> None:
+        """In the bridge process's event thread: one joint state per control cycle."""
+        msg = JointState(name=self._names, position=position, velocity=velocity, effort=effort)
+        sec, nsec = divmod(int(stamp * 1e9), 1_000_000_000)
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         try:
             self._state_pub.publish(msg)
@@ -278,8 +242,17 @@ class DamiaoBridgeNode(LifecycleNode):
                 raise
 
     def _on_trip(self, trip: Trip) -> None:
-        """In the loop thread: hand the trip to the executor (lifecycle transitions run there)."""
+        """In the bridge process's event thread: hand the trip to the executor (lifecycle
+        transitions run there)."""
         self._trip_guard.trigger()
+
+    def _on_worker_exit(self, why: str) -> None:
+        """The bridge's process ended without being asked (logged by the process handle): out of
+        ``active`` as after a trip."""
+        try:
+            self._trip_guard.trigger()
+        except Exception:  # the node is being destroyed
+            pass
 
     def _leave_active_after_trip(self) -> None:
         """A trip moves the node out of ``active`` (the bridge has disabled the motors; it keeps
@@ -312,7 +285,12 @@ class DamiaoBridgeNode(LifecycleNode):
         bridge = self.bridge
         if bridge is None:
             return
-        array = DiagnosticArray(status=diagnostics(bridge.status(), self.get_name()))
+        try:
+            status = diagnostics(bridge.status(), self.get_name())
+        except SysIdError as exc:  # the worker ended or does not answer
+            status = [DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{self.get_name()}: control loop",
+                                       hardware_id="", message=f"MOTORS MAY BE ENABLED: {exc}")]
+        array = DiagnosticArray(status=status)
         array.header.stamp = self.get_clock().now().to_msg()
         self._diag_pub.publish(array)
 
@@ -414,10 +392,6 @@ class _RosLog:
 
 
 def main(args=None) -> None:
-    # The control thread waits on the bus many times per cycle; with Python's default 5 ms GIL
-    # switch interval every wait could cost up to 5 ms while another thread (executor, emulator)
-    # computes. 0.5 ms keeps the loop's latency under its period.
-    sys.setswitchinterval(SWITCH_INTERVAL)
     spin(DamiaoBridgeNode, SingleThreadedExecutor, args)
 
 

@@ -5,8 +5,10 @@ refused with the node still up, and topic names set by remapping."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from support.damiao_rig import CONFIG, N_JOINTS, RATE, WAIT, Listener, wait_until
+from support.damiao_rig import CONFIG, N_JOINTS, RATE, Listener, wait_until
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
@@ -32,8 +34,8 @@ def node_parameters(**overrides) -> list[Parameter]:
 
 
 def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(ros_domain_id):
-    """Emulated motors on the node's own in-process bus (use_emulator, lockstep physics: this
-    process also runs the node's executor, the listener's and the loop)."""
+    """Emulated motors on the node's bus (use_emulator, lockstep physics) in the bridge's own
+    process, reached through the node's emulator handle (fault injection, motor states)."""
     ros = Listener(ros_domain_id)
     bridge = DamiaoBridgeNode(context=ros.context, parameter_overrides=node_parameters(
         use_emulator=True, rate=RATE, max_missed_replies=50, diagnostics_rate=20.0))
@@ -45,8 +47,8 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
         assert bridge.emulated is None  # nothing emulated before configure
         for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
             assert ros.call(change, ChangeState.Request(transition=Transition(id=transition))).success
-        emulator = bridge.emulated.emulator
-        assert emulator.wait_for(lambda: all(m.state == MotorState.ENABLED for m in emulator.motors), WAIT)
+        emulator = bridge.emulated
+        assert wait_until(lambda: emulator.motor_states() == [MotorState.ENABLED] * N_JOINTS)
         assert wait_until(lambda: len(ros.states) > 20)
         emulator.inject_overtemperature("joint5", "mosfet")
         assert wait_until(lambda: (s := ros.status("damiao_bridge: control loop")) is not None
@@ -59,15 +61,15 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
         values = {kv.key: kv.value for kv in joint5.values}
         assert "MOSFET over-temperature" in joint5.message and int(values["mosfet_temperature_C"]) >= 120
         assert ros.status("damiao_bridge: joint1").level == DiagnosticStatus.OK
-        assert emulator.wait_for(lambda: [m.state for m in emulator.motors] == [MotorState.DISABLED] * 4
-                                 + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED], WAIT)
+        assert wait_until(lambda: emulator.motor_states() == [MotorState.DISABLED] * 4
+                          + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED])
         # the trip moves the node out of active: no more joint states while no motor is enabled
         assert wait_until(lambda: ros.call(get_state, GetState.Request()).current_state.label == "inactive")
         count = len(ros.states)
         activate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_ACTIVATE))
         assert not ros.call(change, activate).success  # the fault is latched
         assert len(ros.states) == count
-        assert [m.state for m in emulator.motors][:4] == [MotorState.DISABLED] * 4
+        assert emulator.motor_states()[:4] == [MotorState.DISABLED] * 4
         # acknowledge: refused while joint5 is still hot, then cleared once it has cooled down
         clear = ros.node.create_client(Trigger, "/damiao_bridge/clear_fault")
         reply = ros.call(clear, Trigger.Request())
@@ -76,14 +78,17 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
         reply = ros.call(clear, Trigger.Request())
         assert reply.success and "joint5 0x0" in reply.message, reply.message
         assert ros.call(change, activate).success
-        assert emulator.wait_for(lambda: all(m.state == MotorState.ENABLED for m in emulator.motors), WAIT)
+        assert wait_until(lambda: emulator.motor_states() == [MotorState.ENABLED] * N_JOINTS)
         assert wait_until(lambda: ros.status("damiao_bridge: control loop").level == DiagnosticStatus.OK)
         deactivate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE))
         assert ros.call(change, deactivate).success
-        assert [m.state for m in emulator.motors] == [MotorState.DISABLED] * N_JOINTS
+        assert emulator.motor_states() == [MotorState.DISABLED] * N_JOINTS
+        worker = bridge.bridge.pid
         cleanup = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CLEANUP))
         assert ros.call(change, cleanup).success
-        assert bridge.emulated is None and not emulator.running  # the node released its emulated bus
+        # the node ended the bridge's process (and with it the emulated bus)
+        assert bridge.emulated is None and not emulator.running
+        assert not os.path.exists(f"/proc/{worker}")  # ended and reaped
     finally:
         ros.executor.remove_node(bridge)
         bridge.destroy_node()

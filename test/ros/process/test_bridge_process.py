@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -354,25 +355,84 @@ class _Adapter:
         return out
 
 
+def _bridge_worker_of(node_pid: int) -> int | None:
+    """The pid of the bridge node's loop process (``sysid_ros.hardware.bridge_worker``), if running."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == node_pid and b"sysid_ros.hardware.bridge_worker" in cmdline:
+            return int(entry)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    """Running (not ended, not a zombie awaiting its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _replaying_bridge(bridge_process, adapter, excitation_file) -> subprocess.Popen:
+    """The bridge node on the adapter, replaying the excitation with every motor enabled."""
+    bridge = bridge_process("interface:=damiao_usb", f"channel:={adapter.tty}", "rate:=200.0",
+                            "use_emulator:=false", "max_missed_replies:=50",
+                            f"replay_file:={excitation_file}", "replay_ramp_time:=0.5")
+    assert wait_until(lambda: adapter.states()[0] == [1] * 6, 60.0), adapter.states()
+    _, timeouts = adapter.states()
+    assert timeouts == [round(0.1 / 50e-6)] * 6  # motor_timeout's default, written and read back
+    time.sleep(1.0)  # the replay moves the arm (the stimulus' duration, not a synchronisation)
+    assert bridge.poll() is None
+    return bridge
+
+
 @pytest.mark.ros
-def test_kill_9_of_the_bridge_mid_motion_the_motors_stop_themselves(bridge_process, excitation_file):
+def test_kill_9_of_the_bridge_node_mid_motion_its_loop_process_disables_the_motors(bridge_process,
+                                                                                  excitation_file):
     """The bridge on a USB-to-CAN adapter (its serial protocol over a real pseudo-terminal, the
-    motors in another process) replays an excitation; ``kill -9`` of the bridge process leaves
-    nobody to disable them: the motors' own CAN TIMEOUT, written by the bridge's handshake from
-    ``motor_timeout`` (default 0.1 s), stops every one of them (state 0xD, communication lost)."""
+    motors in another process) replays an excitation; ``kill -9`` of the node leaves its loop
+    process (``bridge_worker``) without a host: it disables every motor (state 0, not the CAN
+    timeout's 0xD) and ends."""
     adapter = _Adapter()
     try:
-        bridge = bridge_process("interface:=damiao_usb", f"channel:={adapter.tty}", "rate:=200.0",
-                                "use_emulator:=false", "max_missed_replies:=50",
-                                f"replay_file:={excitation_file}", "replay_ramp_time:=0.5")
-        assert wait_until(lambda: adapter.states()[0] == [1] * 6, 60.0), adapter.states()
-        _, timeouts = adapter.states()
-        assert timeouts == [round(0.1 / 50e-6)] * 6  # motor_timeout's default, written and read back
-        time.sleep(1.0)  # the replay moves the arm (the stimulus' duration, not a synchronisation)
-        assert bridge.poll() is None
-        bridge.kill()  # SIGKILL: no disable frame, no atexit
+        bridge = _replaying_bridge(bridge_process, adapter, excitation_file)
+        worker = _bridge_worker_of(bridge.pid)
+        assert worker is not None
+        bridge.kill()  # SIGKILL: nothing of the node runs any more
         bridge.wait(timeout=20)
+        assert wait_until(lambda: adapter.states()[0] == [0] * 6, 10.0), adapter.states()
+        assert wait_until(lambda: not _alive(worker), 10.0), "the loop process outlived its node"
+    finally:
+        out = adapter.close()
+    assert "Traceback" not in out, out
+
+
+@pytest.mark.ros
+def test_kill_9_of_the_bridge_loop_process_the_motors_stop_themselves(bridge_process, excitation_file):
+    """``kill -9`` of the loop process (``bridge_worker``) mid-motion leaves nobody to disable the
+    motors: their own CAN TIMEOUT, written by the bridge's handshake from ``motor_timeout``
+    (default 0.1 s), stops every one of them (state 0xD, communication lost). The node stays up,
+    says the loop process ended and reports the motors as possibly enabled; Ctrl-C still ends it
+    with status 0."""
+    adapter = _Adapter()
+    try:
+        bridge = _replaying_bridge(bridge_process, adapter, excitation_file)
+        worker = _bridge_worker_of(bridge.pid)
+        assert worker is not None
+        os.kill(worker, signal.SIGKILL)
         assert wait_until(lambda: adapter.states()[0] == [0xD] * 6, 10.0), adapter.states()
+        assert bridge.poll() is None  # the node stays up
+        log = stop_process(bridge)
+        assert bridge.returncode == 0, log[-4000:]
+        assert "the bridge's loop process ended unexpectedly (exit status -9)" in log, log[-4000:]
     finally:
         out = adapter.close()
     assert "Traceback" not in out, out
