@@ -1,6 +1,6 @@
 """An idle, activated ``damiao_bridge`` node beside CPU hogs for ``--minutes`` (default 10): does it
 stay enabled? The node runs as a user runs it (``python -m sysid_ros.nodes.damiao_bridge`` with the
-YAM parameters file, ``use_emulator:=true``, ``autostart:=true``: emulated motors in its process,
+YAM parameters file, ``use_emulator:=true``, ``autostart:=true``: emulated motors in its loop process,
 the loop at 700 Hz, no command), beside ``--hogs`` CPU hogs (Python busy loops bounded by the run:
 the shared development host's rule caps stress-ng runs at 60 s). Its diagnostics are read over DDS
 (a private domain, localhost only) every 10 s.
