@@ -1,9 +1,10 @@
 """The Damiao bridge's loop latency, idle and beside CPU hogs, with and without real-time scheduling.
 
 The bridge (the YAM parameters at their 700 Hz, 6 emulated motors answering on a python-can
-virtual bus in this process, as ``use_emulator: true`` runs them) is activated and left idle for
+virtual bus in this process: what the node's loop process, ``sysid_ros.hardware.bridge_worker``,
+runs with ``use_emulator: true``, no ROS beside it) is activated and left idle for
 ``--duration`` seconds in four conditions: {idle host, beside ``stress-ng --cpu HOGS``} × {SCHED_FIFO
-(``realtime_priority`` 50, this process's other threads at 1, as the node does), normal
+(``realtime_priority`` 50, this process's other threads at 1, as the loop process does), normal
 scheduling (``realtime_priority`` 0)}. Printed per condition: the loop latency — how late each
 cycle started against its schedule — p50/p99/max, the period p99/max, missed cycles, the deadlines
 sized at activation (motor CAN timeout), whether the bridge tripped (and why), and the load average.

@@ -67,7 +67,7 @@ NODES = {
     "recorder": ("recorder", ["output:={tmp}/bag"], "recording ["),
     "batch_solver": ("batch_solver", ["data_root:={tmp}", "output_root:={tmp}/out"], "batch_solve ready"),
     "collision_monitor": ("collision_monitor", [], "monitoring "),
-    "damiao_bridge": ("yam_damiao", ["use_emulator:=true", "autostart:=false"], "other threads"),
+    "damiao_bridge": ("yam_damiao", ["use_emulator:=true", "autostart:=false"], "ready, unconfigured"),
 }
 #: nodes that process joint states and say how far on ``~/progress`` (the "first" column)
 FED = ("estimator", "collision_monitor")

@@ -369,7 +369,8 @@ class Bridge(BusTalk, DisableKeeper, ControlLoop):
             counters = dict(self.counters)
         return BridgeStatus(phase=self.phase, mode=self._mode.value, motors=[
             MotorStatus(**vars(m)) for m in self.motors], timing=self.timing.summary(), trip=self.trip,
-            counters=counters, replay=replay, disabled=self._disabled, deadlines=self.deadlines)
+            counters=counters, replay=replay, disabled=self._disabled, deadlines=self.deadlines,
+            cycles=self._cycle)
 
     def last_frame(self, joint: int) -> bytes:
         """The MIT payload sent to a joint's motor in the latest cycle."""

@@ -92,4 +92,5 @@ class BridgeStatus:
     replay: str = ""
     disabled: bool = False  # every motor confirmed disabled (since the last enable)
     deadlines: Deadlines | None = None  # sized at activate from the loop's measured latency
+    cycles: int = 0  # joint samples handed out since the bridge was made
 

@@ -123,6 +123,10 @@ class DamiaoBridgeNode(LifecycleNode):
         if parameter_value(self, "autostart"):
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 self.trigger_activate()
+        else:
+            name = self.get_fully_qualified_name()
+            self.get_logger().info(f"ready, unconfigured: `ros2 lifecycle set {name} configure` starts the "
+                                   f"bridge's loop process, then `ros2 lifecycle set {name} activate`")
 
     # ------------------------------------------------------------------------------ set-up
     def _parameter_snapshot(self) -> dict:
@@ -316,7 +320,7 @@ def diagnostics(status: BridgeStatus, node: str) -> list[DiagnosticStatus]:
         out.append(DiagnosticStatus(level=level, name=f"{node}: {m.joint}",
                                     hardware_id=f"{m.motor} 0x{m.can_id:02X}", message=m.state_text,
                                     values=_kv(values)))
-    values = {"phase": status.phase, "mode": status.mode}
+    values = {"phase": status.phase, "mode": status.mode, "joint_states": str(status.cycles)}
     if status.timing is not None:
         t = status.timing
         values.update(rate_hz=f"{t.rate:.1f}", period_p50_us=f"{1e6 * t.p50:.1f}",

@@ -65,10 +65,13 @@ def test_node_reports_a_fault_in_diagnostics_and_recovers_through_the_lifecycle(
                           + [MotorState.MOSFET_OVER_TEMP, MotorState.DISABLED])
         # the trip moves the node out of active: no more joint states while no motor is enabled
         assert wait_until(lambda: ros.call(get_state, GetState.Request()).current_state.label == "inactive")
-        count = len(ros.states)
+        # every state the loop produced reaches the listener (from the loop process, through the
+        # node, over DDS), and none comes after the trip
+        count = bridge.bridge.status().cycles
+        assert wait_until(lambda: len(ros.states) == count), (len(ros.states), count)
         activate = ChangeState.Request(transition=Transition(id=Transition.TRANSITION_ACTIVATE))
         assert not ros.call(change, activate).success  # the fault is latched
-        assert len(ros.states) == count
+        assert bridge.bridge.status().cycles == count and len(ros.states) == count
         assert emulator.motor_states()[:4] == [MotorState.DISABLED] * 4
         # acknowledge: refused while joint5 is still hot, then cleared once it has cooled down
         clear = ros.node.create_client(Trigger, "/damiao_bridge/clear_fault")
@@ -123,14 +126,19 @@ def test_topic_names_come_from_remapping(ros_domain_id):
     node = DamiaoBridgeNode(context=ros.context,
                             parameter_overrides=node_parameters(use_emulator=True, rate=RATE),
                             cli_args=["--ros-args", *(a for rule in remap for a in ("-r", rule))])
-    try:
-        published = {name for name, _ in node.get_publisher_names_and_types_by_node("damiao_bridge", "/")}
-        assert {"/arm/joint_states", "/arm/diagnostics", "/damiao_bridge/replay_done"} <= published
+    def published() -> set[str]:
+        return {name for name, _ in node.get_publisher_names_and_types_by_node("damiao_bridge", "/")}
+
+    def subscribed() -> set[str]:
+        return {name for name, _ in node.get_subscriber_names_and_types_by_node("damiao_bridge", "/")}
+
+    try:  # the ROS graph is updated asynchronously: bounded waits for the names to show
+        assert wait_until(lambda: {"/arm/joint_states", "/arm/diagnostics", "/damiao_bridge/replay_done"}
+                          <= published()), published()
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        subscribed = {name for name, _ in node.get_subscriber_names_and_types_by_node("damiao_bridge", "/")}
-        assert "/arm/command" in subscribed and "/motor_command" not in subscribed
-        published = {name for name, _ in node.get_publisher_names_and_types_by_node("damiao_bridge", "/")}
-        assert "/sim/true_parameters" in published  # the emulated robot's truth (use_emulator)
+        assert wait_until(lambda: "/arm/command" in subscribed()), subscribed()
+        assert "/motor_command" not in subscribed()
+        assert wait_until(lambda: "/sim/true_parameters" in published()), published()  # use_emulator's truth
     finally:
         node.destroy_node()
         ros.close()
