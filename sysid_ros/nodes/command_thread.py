@@ -15,15 +15,28 @@ simulator's watchdog takes over); :meth:`CommandThread.stop` (called by the node
 error in a callback) ends the thread before the publisher is destroyed; an error in the thread
 stops the commands and is raised in the node's executor (a guard condition), which ends the node.
 
-Real-time scheduling is asked for this thread only; the node's other threads (the executor) keep
-normal scheduling. Measured in the emulated hardware graph on the shared 2-core host: with the
-executor and Fast DDS's threads at ``SCHED_FIFO 1`` too (as the bridge raises its own), 2.4-3.5 %
-of the cycles were missed, but the node then took 0.9-1.2 of the 2 cores at real-time priority
-(the executor takes every joint state at once) and the normally scheduled estimator and recorder
-got 0.02-0.07 of a core each (the recorder lost 12,120 states, the estimator 33,618); pacing the
-executor to one state per 10 ms did not bring it down enough. With the executor at normal
-scheduling the node takes 0.05-0.3 of a core, but 48-49 % of the cycles were missed (load 11-23,
-with and without ``stress-ng --cpu 2``; likely a preempted executor holding the GIL).
+The states reach the thread without the executor: ``poll`` (the trajectory publisher's) takes the
+newest joint state from the subscription at the start of each cycle, and the subscription and its
+QoS events are left out of the executor's wait set, so no state wakes the executor. The node's
+other threads then have little to do, and the node runs them at ``SCHED_FIFO 1`` (the executor holds
+the GIL while it runs; Fast DDS's threads take the writer locks a publish takes): no CPU hog
+preempts one of them while it holds what this thread needs. Measured in the emulated hardware graph
+on the shared 2-core host (test_hardware_launch_graph_converges beside two CPU hogs, 500 Hz):
+
+* before (each state a callback of the normally scheduled executor): 44-49 % of the cycles missed
+  (load 11-18);
+* states taken by this thread, the other threads still normal: 59-63 % missed (11,530 of 19,387 and
+  11,974 of 19,080, load 9-22), wake-ups late by 19-33 ms at p99: not enough by itself;
+* and the executor and DDS threads at ``SCHED_FIFO 1``: 3,128 of 63,500 missed (4.9 %, load 18-29),
+  wake-ups late by 0.6-1.4 ms at p99; but rclpy still waited on the polled subscription's QoS
+  events, which woke the executor's ``rcl_wait`` for every state (0.56-0.78 of a core at real-time
+  priority, the node alone fed 600 states/s at load 15);
+* with those events left out too (as landed): the executor 0.04 of a core (38 wake-ups/s: its two
+  timers), the command thread 0.2-0.35; in the graph the whole node 0.3-0.4 of a core at real-time
+  priority, 1,161 of 24,886 cycles missed (4.7 %, load 18-20).
+
+Before, with every thread of the node at ``SCHED_FIFO 1`` (executor taking each state), 2.4-3.5 % were
+missed but the node took 0.9-1.2 of the 2 cores and the estimator and recorder starved.
 """
 
 from __future__ import annotations
@@ -42,10 +55,12 @@ class CommandThread:
     """Calls ``command(t)`` once per period ``1/rate`` [s] with ``t`` the joint states' time now
     [s] (``lock`` held); ``command`` returns whether a run's command was sent (such cycles, and
     the ones skipped in between, are counted). ``node``: the rclpy node (logger, guard condition).
-    States are fed with :meth:`observe` (``lock`` held)."""
+    States are fed with :meth:`observe` (``lock`` held): by ``poll``, called at the start of every
+    cycle (``lock`` held) to take the joint states that came since the last one, or by the node's
+    executor when ``poll`` is None."""
 
     def __init__(self, node, *, rate: float, priority: int, state_timeout: float, lock: threading.Lock,
-                 command: Callable[[float], bool]) -> None:
+                 command: Callable[[float], bool], poll: Callable[[], None] | None = None) -> None:
         if not rate > 0:
             raise SysIdError(f"rate must be > 0 Hz, got {rate}")
         if not 0 <= priority <= 99:
@@ -58,7 +73,7 @@ class CommandThread:
         self.priority = int(priority)
         self.cycles = 0  # this run's command cycles sent
         self.missed = 0  # and skipped (late wake-ups)
-        self._node, self._lock, self._command = node, lock, command
+        self._node, self._lock, self._command, self._poll = node, lock, command, poll
         self._log = node.get_logger()
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -119,11 +134,13 @@ class CommandThread:
         if grant.priority and not grant.granted:
             self._log.warning(f"command thread: normal scheduling ({grant.refused}); on a busy host it can "
                               "miss command cycles (counted when the run is done)")
-        period, stop = self.period, self._stop
+        period, stop, poll = self.period, self._stop, self._poll
         counting = False
         due = time.monotonic()
         while not stop.is_set():
             with self._lock:
+                if poll is not None:
+                    poll()
                 t = self.clock.now(time.monotonic())
                 counting = t is not None and self._command(t)
                 if counting:

@@ -12,7 +12,10 @@ monotonic clock through the received stamps (:class:`~sysid_ros.core.excitation.
 the least-delayed recent state gives the offset, their slope the real-time factor). So the run
 follows simulated time at any real-time factor without ``/clock``, one command per cycle however
 the states are delivered (a subscriber paced by the states it gets commanded at ~55 Hz in steps on
-a busy host), and when the measurements stop for ``state_timeout`` the commands stop too (the
+a busy host). The thread takes the newest state itself each cycle (no state wakes the executor,
+which plans a run from a timer), and the node's other threads run at ``SCHED_FIFO 1`` when the
+thread is real-time (:mod:`~sysid_ros.nodes.trajectory_states`). When the measurements stop for
+``state_timeout`` the commands stop too (the
 motors' or simulator's command watchdog then takes over: fail-safe). A wake-up later than a
 period skips the cycles it missed (never a burst of catch-up commands) and counts them: the count
 is logged when the run is done. When the run is over the node says so on ``~/done`` (latched
@@ -59,6 +62,7 @@ import threading
 
 import numpy as np
 from diagnostic_msgs.msg import KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -76,10 +80,12 @@ from sysid_ros.core.excitation.waypoints import Chunk, WaypointStream
 from sysid_ros.msg import MotorCommand, Precision
 from sysid_ros.nodes import spin
 from sysid_ros.nodes.command_thread import CommandThread
+from sysid_ros.nodes.intake import PolledGroup
 from sysid_ros.nodes.lockstep import READY, READY_TOPIC, ReadySignal
 from sysid_ros.nodes.parameters import declare_parameters, parameter_value
 from sysid_ros.nodes.qos import LATCHED
 from sysid_ros.nodes.robot_model import MODEL_PARAMETERS, RobotModelSource
+from sysid_ros.nodes.trajectory_states import JointStateIntake
 
 STREAM = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 PARAMETERS = (
@@ -133,6 +139,8 @@ PARAMETERS = (
 #: [s] outside lockstep, a ros2_control run starts this long after the newest joint state (the
 #: first message reaches the controller before it is due)
 START_DELAY = 0.25
+#: [s] polled states (MIT commands, not lockstep): how often the executor looks for a run to plan
+START_POLL = 0.05
 
 #: read at start-up (the trajectory, limits, pacing, QoS): read-only at run time; the others
 #: (ramp, excitation time, rest pose, gains, feed-forward) apply to the next run (``~/start``)
@@ -140,7 +148,7 @@ READ_ONLY = {name for name, _, _ in PARAMETERS} - {
     "excitation_time", "ramp_time", "rest_position", "kp", "kd", "feedforward"}
 
 
-class TrajectoryPublisherNode(Node):
+class TrajectoryPublisherNode(JointStateIntake, Node):
     """Thin ROS facade over :class:`sysid_ros.core.excitation.plan.ExcitationPlan`."""
 
     #: [s] a callback (planning, a backlog batch) still running this long after a stop request is
@@ -168,17 +176,23 @@ class TrajectoryPublisherNode(Node):
         # lets the commands lag behind the robot; best effort matches any publisher
         reliability = (ReliabilityPolicy.RELIABLE if self._get("reliable_input")
                        else ReliabilityPolicy.BEST_EFFORT)
+        self.lockstep = bool(self._get("lockstep"))
+        self.interface = str(self._get("interface"))
+        # MIT commands outside lockstep: the command thread takes the states itself, the newest
+        # once per cycle (PolledGroup: the executor never wakes for one), so the executor holds
+        # neither the GIL nor the node's lock per state (docs/damiao-bridge.md)
+        self._polled = self.interface == "motor_command" and not self.lockstep and PolledGroup.supported()
         states = self.create_subscription(JointState, "joint_states", self._on_state,
-                                          QoSProfile(depth=1, reliability=reliability))
+                                          QoSProfile(depth=1, reliability=reliability),
+                                          callback_group=PolledGroup(events=False) if self._polled else None)
+        self._states = states
         self.create_service(Trigger, "~/start", self._on_start)
         self._period = 1.0 / float(self._get("rate"))
         self._last_sent = -np.inf
-        self.lockstep = bool(self._get("lockstep"))
         self.lead_time = float(self._get("lead_time"))
         if not self.lead_time >= 0:
             raise SysIdError(f"lead_time must be >= 0 s, got {self.lead_time}")
         self._grid = 0  # lockstep: index of the next command on the grid t0 + j/rate
-        self.interface = str(self._get("interface"))
         self.commanded = self._commanded()  # indices (into self.names) of the controller's joints
         self.stream: WaypointStream | None = None  # ros2_control: the run's waypoints
         self._precision: Precision | None = None  # the estimator's newest
@@ -196,6 +210,7 @@ class TrajectoryPublisherNode(Node):
             self.create_subscription(KeyValue, READY_TOPIC, self._on_ready, READY)
         self._latest: tuple[np.ndarray, float] | None = None  # newest (pose, stamp)
         self._unstamped = False  # set when two states in a row are stamped 0: the node's clock is used
+        self._others_raised = False
         # MIT commands outside lockstep: a thread of their own at `rate` on the states' clock,
         # started last (nothing after it can fail and leave it running)
         self.commands: CommandThread | None = None
@@ -203,7 +218,11 @@ class TrajectoryPublisherNode(Node):
             self.commands = CommandThread(self, rate=float(self._get("rate")),
                                           priority=int(self._get("realtime_priority")),
                                           state_timeout=float(self._get("state_timeout")), lock=self._lock,
-                                          command=self._command_now)
+                                          command=self._command_now,
+                                          poll=self._take_states if self._polled else None)
+            if self._polled:  # a run is planned here, in the executor, from the newest state taken
+                self.create_timer(START_POLL, self._start_if_asked,
+                                  clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f"excitation ready for {list(self.names)}: period "
                                f"{self.trajectory.period:g} s; waiting for joint states")
         if self.commands is not None:
@@ -263,29 +282,6 @@ class TrajectoryPublisherNode(Node):
             margin=float(self._get("margin")), say=self.get_logger().info)
 
     # ------------------------------------------------------------------------------ callbacks
-    def _on_state(self, msg: JointState) -> None:
-        values = dict(zip(msg.name, msg.position, strict=False))
-        missing = [n for n in self.names if n not in values]
-        if missing:
-            self.get_logger().warning(f"joint states lack joints {missing} (got {list(msg.name)})",
-                                      throttle_duration_sec=5.0)
-            return
-        q = np.array([values[n] for n in self.names])
-        if not np.all(np.isfinite(q)):
-            self.get_logger().warning(f"non-finite joint positions {q.tolist()}: ignored",
-                                      throttle_duration_sec=5.0)
-            return
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        with self._lock:
-            if self._latest is not None and stamp == self._latest[1] == 0.0:
-                self._unstamped = True  # a driver that never stamps: the node's clock
-            if self._unstamped:
-                stamp = self.get_clock().now().nanoseconds * 1e-9
-            self._latest = (q, stamp)
-            if self.commands is not None:
-                self.commands.observe(stamp)
-            self._tick(q, stamp)
-
     def _on_start(self, _request, response):
         with self._lock:
             if self.interface != "motor_command":
@@ -427,8 +423,6 @@ class TrajectoryPublisherNode(Node):
         if not self.until_precision >= 0:
             raise SysIdError(f"until_precision must be >= 0 (0 = off), got {self.until_precision}")
         self.create_subscription(Precision, "estimator/precision", self._on_precision, LATCHED)
-        from rclpy.clock import Clock, ClockType
-
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         if not self.lockstep:  # a lockstep simulator pauses on purpose: no watchdog there
             self.create_timer(0.1, self._watchdog, clock=self._steady)
