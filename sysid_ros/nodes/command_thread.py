@@ -33,7 +33,8 @@ on the shared 2-core host (test_hardware_launch_graph_converges beside two CPU h
   priority, the node alone fed 600 states/s at load 15);
 * with those events left out too (as landed): the executor 0.04 of a core (38 wake-ups/s: its two
   timers), the command thread 0.2-0.35; in the graph the whole node 0.3-0.4 of a core at real-time
-  priority, 1,161 of 24,886 cycles missed (4.7 %, load 18-20).
+  priority; 4.7-6.5 % of the cycles missed (1,161 of 24,886; 830 of 16,154; 775 of 11,886; load
+  13-20).
 
 Before, with every thread of the node at ``SCHED_FIFO 1`` (executor taking each state), 2.4-3.5 % were
 missed but the node took 0.9-1.2 of the 2 cores and the estimator and recorder starved.
