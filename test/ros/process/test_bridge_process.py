@@ -216,8 +216,9 @@ def test_motors_disabled_when_the_program_exits_without_shutdown(tmp_path):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "on the shared 2-core host at load 13-20 the online payload estimate is still off, 3 of 3 runs: CoM "
-    "z 66.0-66.7 mm for 60 ± 5, or mass 0.783 kg for 0.8 ± 2 %, the estimator losing no state, although "
+    "on the shared 2-core host at load 10-20 the payload estimate is still off, 4 of 4 runs: online CoM "
+    "z 66.0-66.7 mm for 60 ± 5, or mass 0.783 kg for 0.8 ± 2 %, the estimator losing no state (pc_ls "
+    "offline from one bag: CoM z 65.8 mm, so the data carries the bias), although "
     "trajectory_publisher's command thread now keeps its cycles (5-6.5 % missed, was 44-49 %: states "
     "taken by the thread, the node's other threads at SCHED_FIFO 1, the node 0.3-0.4 of a core); the "
     "emulated bridge's states' time ran at 0.1-0.6 of the wall clock (its loop misses rounds) and the "
