@@ -42,7 +42,12 @@ def wait_until(predicate, timeout: float = WAIT, poll: float = 0.002) -> bool:
 
 def rig_config(**overrides) -> BridgeConfig:
     """The package's YAM configuration at the tests' rate, tolerant of a stalled machine."""
-    values = dict(rate=RATE, max_missed_replies=50)  # tests not about missed replies tolerate stalls
+    # tests not about missed replies or the motors' CAN timeout tolerate stalls: this process also
+    # runs pytest, the rig's monitor and the test's own thread beside the loop, sharing one
+    # interpreter lock (the node runs its loop in a process of its own for that reason); at load
+    # 17 beside stress-ng --cpu 4 a 0.1 s CAN timeout expired in-process (0xD) in two failsafe tests.
+    # motor_timeout_max (0.5 s) is the most the node itself would choose for a slow loop.
+    values = dict(rate=RATE, max_missed_replies=50, motor_timeout=0.5)
     values.update(overrides)
     return load_bridge_config(CONFIG, **values)
 
