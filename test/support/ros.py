@@ -47,16 +47,21 @@ class SpinningNode:
                 self.backpressure += 1
                 threading.Event().wait(0.005)
 
+    def stop_spinning(self) -> None:
+        """Stop the spin thread and wait for it (bounded by one ``spin_once``); idempotent. For
+        entities to destroy before :meth:`close` (an action client) with no spin under way."""
+        self._stop.set()
+        self._thread.join(timeout=30.0)
+        if self._thread.is_alive():
+            raise RuntimeError(f"{self.node.get_name()}: spin thread still running 30 s after close()")
+
     def close(self) -> None:
         """Stop the spin thread and wait for it (bounded by one ``spin_once``), then shut down
         the executor, node and context: shutting the executor down under a spinning thread
         destroys the guard condition that thread is waiting on."""
         import rclpy
 
-        self._stop.set()
-        self._thread.join(timeout=30.0)
-        if self._thread.is_alive():
-            raise RuntimeError(f"{self.node.get_name()}: spin thread still running 30 s after close()")
+        self.stop_spinning()
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from support.ros import SpinningNode
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
@@ -33,21 +33,13 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 
 @contextmanager
 def ros_node(name: str, domain_id: int) -> Iterator:
-    """A node in a private context, spun by its own executor thread; torn down on exit."""
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=domain_id)
-    node = rclpy.create_node(name, context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    """A node in a private context, spun by its own executor thread; torn down on exit (the spin
+    thread stopped and joined before the executor and context go: support.ros.SpinningNode)."""
+    ros = SpinningNode(name, domain_id)
     try:
-        yield node
+        yield ros.node
     finally:
-        executor.shutdown()
-        thread.join(timeout=5.0)
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        ros.close()
 
 
 def _receive(publisher_node, subscriber_node, msg_type, topic, message, qos):

@@ -13,11 +13,11 @@ import threading
 
 import pytest
 from support.robots import TEST_ROBOTS
+from support.ros import SpinningNode
 
 rclpy = pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sysid_ros.action import BatchSolve  # noqa: E402
 
 from sysid_ros.core import RobotModel  # noqa: E402
@@ -55,13 +55,8 @@ class Client:
     """An action client in a private context, spun by its own thread; every wait is bounded."""
 
     def __init__(self, domain_id: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("batch_solve_action_client", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.ros = SpinningNode("batch_solve_action_client", domain_id)
+        self.node = self.ros.node
         self.action = ActionClient(self.node, BatchSolve, "/batch_solve")
         self.feedback: list = []
         self.first_feedback = threading.Event()
@@ -77,11 +72,9 @@ class Client:
                      "the goal's acceptance")
 
     def close(self) -> None:
-        self.executor.shutdown()
+        self.ros.stop_spinning()  # joined before anything it waits on is destroyed
         self.action.destroy()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-        self.thread.join(timeout=10)
+        self.ros.close()
 
 
 def _wait(future, timeout: float, what: str):
