@@ -19,7 +19,10 @@ Start-up: the bag file is opened, and the declared topics' connections are made 
 store: ~0.6 s of CPU), by the writer thread once the node is ready; messages received meanwhile are
 queued. A declared type the bag's type store does not know ends the node (status 1) with one line
 saying which, as a refused start does. A stop before the bag is opened, with nothing received,
-makes no file and does not wait for the opening.
+makes no file and does not wait for the opening. On SIGINT/SIGTERM (``destroy_node``, the
+executor stopped) what DDS had received but the executor not delivered yet is taken and written
+too (:meth:`RecorderNode.take_undelivered`): a signal on a busy host can come before the executor
+took the first message of a running stream.
 
 ``~/progress`` (``builtin_interfaces/Time``) is the header stamp of the newest ``progress_topic``
 message that is in the bag file (flushed: it survives ``kill -9``, see ``sysid bag recover``),
@@ -274,10 +277,15 @@ class RecorderNode(Node):
         if self._abandoned:  # finished before anything came: nothing is recorded any more
             return
         self._last_arrival = time.monotonic()
-        now = self.get_clock().now().nanoseconds
         subscription = self._recorded.get(topic)
         more = take_pending(subscription, PENDING_PER_WAKEUP, info=True) if subscription is not None else []
-        for payload, received in [(data, info), *more]:
+        self._queue_received(topic, [(data, info), *more])
+
+    def _queue_received(self, topic: str, taken: list) -> None:
+        """Queue ``(payload, MessageInfo)`` pairs of ``topic`` for the writer, counted; those
+        received after a stop request are left out (not part of the bag)."""
+        now = self.get_clock().now().nanoseconds
+        for payload, received in taken:
             if self._stop_at is not None and received["received_timestamp"] >= self._stop_at:
                 self._caught_up.add(topic)  # received after the stop request: not part of the bag
                 continue
@@ -448,10 +456,29 @@ class RecorderNode(Node):
             f"; LOST DATA: {lost}" if lost else "")
         return response
 
+    def take_undelivered(self) -> int:
+        """Queue what the subscriptions received but the executor has not delivered yet (a signal
+        on a busy host can come while DDS holds states the executor never got to); only while no
+        executor spins this node (``destroy_node``'s path: :func:`~sysid_ros.nodes.spin` has
+        stopped it). Returns how many were queued."""
+        if self._abandoned:
+            return 0
+        queued = 0
+        for topic, subscription in list(self._recorded.items()):
+            while taken := take_pending(subscription, PENDING_PER_WAKEUP, info=True):
+                self._queue_received(topic, taken)
+                queued += len(taken)
+        return queued
+
     def destroy_node(self):
         if hasattr(self, "_writer"):  # (a node refused while starting has no bag to finish)
+            if not self._writer_finished():
+                self.take_undelivered()
             self.finish()
         return super().destroy_node()
+
+    def _writer_finished(self) -> bool:
+        return self.bag is not None and self.bag.closed
 
 
 def main(args=None) -> None:
