@@ -168,18 +168,8 @@ class BridgeProcess:
         with self._rpc_lock:
             if self._rpc is None or not self.alive:
                 raise BridgeError(self._ended or f"{method}: the bridge process is not running")
-            seq = next(self._seq)
             try:
-                self._rpc.send((seq, method, args))
-                deadline = time.monotonic() + TIMEOUTS[method]
-                while True:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not self._rpc.poll(remaining):
-                        raise BridgeError(f"the bridge process did not answer {method} within "
-                                          f"{TIMEOUTS[method]:g} s")
-                    answer = self._rpc.recv()
-                    if answer[0] == seq:
-                        break
+                answer = self._exchange(method, args)
             except (EOFError, OSError) as exc:
                 raise BridgeError(self._ended or f"{method}: the bridge process ended ({exc})") from None
         if answer[1] == "ok":
@@ -189,6 +179,20 @@ class BridgeProcess:
         if cls is None:
             raise BridgeError(f"{method} failed in the bridge process: {name}: {text}")
         raise cls(text)
+
+    def _exchange(self, method: str, args: tuple) -> tuple:
+        """Send one request and wait (bounded by :data:`TIMEOUTS`) for its answer, skipping late
+        answers to earlier requests; ``_rpc_lock`` held by the caller."""
+        seq = next(self._seq)
+        self._rpc.send((seq, method, args))
+        deadline = time.monotonic() + TIMEOUTS[method]
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._rpc.poll(remaining):
+                raise BridgeError(f"the bridge process did not answer {method} within {TIMEOUTS[method]:g} s")
+            answer = self._rpc.recv()
+            if answer[0] == seq:
+                return answer
 
     # ------------------------------------------------------------------------------ life cycle
     def configure(self) -> None:
@@ -267,16 +271,8 @@ class BridgeProcess:
         self._rpc = self._stream = None
 
     def _call_shutdown(self) -> None:
-        with self._rpc_lock:
-            seq = next(self._seq)
-            self._rpc.send((seq, "shutdown", ()))
-            deadline = time.monotonic() + TIMEOUTS["shutdown"]
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._rpc.poll(remaining):
-                    raise BridgeError(f"no answer to shutdown within {TIMEOUTS['shutdown']:g} s")
-                if self._rpc.recv()[0] == seq:
-                    return
+        with self._rpc_lock:  # (the process may be ending: no liveness check, unlike _call)
+            self._exchange("shutdown", ())
 
 
 class EmulatorHandle:
