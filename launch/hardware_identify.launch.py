@@ -38,6 +38,7 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
+from sysid_ros.core.data.effort_timing import DAMIAO_REPLY
 from sysid_ros.nodes.launch_checks import model_file, new_bag, required, switch
 
 SWITCHES = ("use_emulator", "autostart", "trajectory", "record")
@@ -107,15 +108,19 @@ def _graph(context: LaunchContext) -> list[Node]:
                                        "start_after": ",".join(consumers)}],
                           on_exit=required("trajectory_publisher", "trajectory:=true asked for the "
                                                                    "excitation"), **common))
-    # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way
+    # reliable deep-queue input: the bridge publishes RELIABLE, no joint state is lost on the way;
+    # its effort is the torque of the previous command (core.data.effort_timing), told to the
+    # estimator and written into the bag for `sysid identify`
     nodes.append(Node(executable="estimator", name="estimator",
                       parameters=[arg("estimator_config"), model,
                                   {"sample_rate": arg("rate"), "target": arg("target"),
-                                   "method": arg("method"), "prior": arg("prior"), "reliable_input": True}],
+                                   "method": arg("method"), "prior": arg("prior"), "reliable_input": True,
+                                   "effort_lag": DAMIAO_REPLY}],
                       on_exit=required("estimator", "the online estimate is this launch's product"),
                       **common))
     if on["record"]:
         nodes.append(Node(executable="recorder", name="recorder",
-                          parameters=[arg("recorder_config"), {"output": arg("bag")}],
+                          parameters=[arg("recorder_config"), {"output": arg("bag"),
+                                                               "effort_lag": DAMIAO_REPLY}],
                           on_exit=required("recorder", "record:=true asked for a bag of the run"), **common))
     return nodes

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 # from them); reading, preparing, solving and writing are imported where run_identify uses them.
 
 __all__ = ["ALL_METHODS", "CHOICES", "ONLINE_OPTIONS", "STAGES", "Canceled", "IdentifyOutcome",
-           "IdentifyRequest", "online_options", "run_identify", "verdict"]
+           "IdentifyRequest", "online_effort_lag", "online_options", "run_identify", "verdict"]
 
 #: every method :func:`run_identify` runs: the batch methods, then the online ones (replayed)
 ALL_METHODS: tuple[str, ...] = METHODS + ONLINE_METHODS
@@ -65,9 +65,10 @@ CHOICES: dict[str, tuple[str, ...]] = {"differentiator": ("central", "savgol"),
                                        "velocity": ("auto", "measured", "differentiate"),
                                        "resample": ("auto", "off")}
 #: the online estimators' options a request carries in ``online`` (the estimator node's session
-#: parameters; ``method`` is the request's, ``stationary_cut`` shared with the batch methods)
+#: parameters; ``method`` is the request's, ``stationary_cut`` and ``effort_lag`` shared with the
+#: batch methods)
 ONLINE_OPTIONS: tuple[str, ...] = tuple(n for n in OnlineOptions.names()
-                                        if n not in ("method", "stationary_cut"))
+                                        if n not in ("method", "stationary_cut", "effort_lag"))
 #: the run's stages in order, with the fraction of the work done when each begins ("done": the
 #: adapter's, once it has the outcome)
 STAGES: dict[str, float] = {"reading": 0.0, "preparing": 0.1, "solving": 0.3, "evaluating": 0.8,
@@ -134,6 +135,9 @@ class IdentifyRequest:
     stationary_cut: bool = True
     resample: str = "auto"
     bridge_gaps: float = -1.0
+    #: [sample periods] how late the effort is (core.data.effort_timing); None: the recording's
+    #: declaration, else each method's default (batch 0, online -0.5)
+    effort_lag: float | None = None
     # --- the method (core.batch.options.IdentifyOptions)
     regularization: float = 0.0
     max_samples: int = 2000
@@ -185,7 +189,7 @@ class IdentifyRequest:
         return Preprocessing(bandwidth=self.bandwidth, differentiator=self.differentiator,
                              velocity=self.velocity, min_segment=self.min_segment,
                              stationary_cut=self.stationary_cut, resample=self.resample,
-                             bridge_gaps=self.bridge_gaps)
+                             bridge_gaps=self.bridge_gaps, effort_lag=self.effort_lag)
 
 
 def check_choice(name: str, value: str) -> None:
@@ -259,6 +263,17 @@ def online_options(method: str, values: Mapping[str, Any], data_rate: float) -> 
     if values.get("sample_rate") is None:
         values["sample_rate"] = data_rate
     return OnlineOptions(method=method, **values)
+
+
+def online_effort_lag(requested: float | None, meta: Mapping[str, Any]) -> float:
+    """The effort lag [sample periods] an online estimator replays a recording with: the one
+    ``requested``, else the one the recording declares (``meta``), else the online default."""
+    from sysid_ros.core.data.effort_timing import ONLINE_DEFAULT, declared_lag
+
+    if requested is not None:
+        return requested
+    declared = declared_lag(dict(meta))
+    return ONLINE_DEFAULT if declared is None else declared
 
 
 class _Run:
@@ -340,7 +355,8 @@ def _identify_one(request: IdentifyRequest, run: _Run, model: RobotModel, target
     if request.method in ONLINE_METHODS:
         from sysid_ros.core.online.replay import online_result, replay
 
-        values = {**request.online, "stationary_cut": request.stationary_cut}
+        values = {**request.online, "stationary_cut": request.stationary_cut,
+                  "effort_lag": online_effort_lag(request.effort_lag, ds.meta)}
         online = replay(ds, target, online_options(request.method, values, ds.sample_rate),
                         truth=truth_parameters(ds.truth, target), progress=options.progress).estimator
         result = online_result(prep, online)

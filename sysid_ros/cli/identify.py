@@ -12,6 +12,7 @@ from sysid_ros.app.identify import (
     ONLINE_OPTIONS,
     IdentifyOutcome,
     IdentifyRequest,
+    online_effort_lag,
     online_options,
     run_identify,
     verdict,
@@ -105,7 +106,8 @@ def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions
     """The session options of ``identify --method rls|rls_logdet|momentum|ekf|mhe`` (the estimator node's
     parameters of the same names); the sample rate is the data's unless given."""
     values = {name: getattr(args, name) for name in ONLINE_OPTIONS}
-    return online_options(args.method, {**values, "stationary_cut": args.stationary_cut}, data_rate)
+    return online_options(args.method, {**values, "stationary_cut": args.stationary_cut,
+                                        "effort_lag": online_effort_lag(args.effort_lag, {})}, data_rate)
 
 
 def _add_online_options(parser: argparse.ArgumentParser) -> None:
@@ -223,6 +225,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
                    help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
                    "methods cut them at each segment's start and end, the online ones skip them)")
+    p.add_argument("--effort-lag", type=float, default=None, metavar="PERIODS",
+                   help="how late the effort is [sample periods]: the effort stamped t acted at t - "
+                   "lag x period (0: sampled with the positions; 0.5: the Damiao bridge; -0.5: a "
+                   "simulator's applied torque) (default: what the bag declares, else 0 for the "
+                   "batch methods and -0.5 for the online ones)")
     p.add_argument("--drop-outliers", action="store_true",
                    help="leave out the regression rows whose torque residual is beyond 8 robust σ "
                    "(1.4826·MAD) of a least-squares fit; they are reported either way (default: kept)")

@@ -28,6 +28,7 @@ estimator node's parameter names).
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import traceback
@@ -119,6 +120,8 @@ PARAMETERS = (
                           "(< 0: automatic, 5 ms or 3.5 median periods)"),
     ("stationary_cut", True, "cut the stationary start and end of each segment (every joint "
                              "slower than 0.01 rad/s)"),
+    ("effort_lag", math.nan, "how late the effort is [sample periods] (0.5: the Damiao bridge; NaN: "
+                             "what the bag declares, else 0 for the batch methods, -0.5 online)"),
     ("plots", True, "write PNG plots with each result"),
     ("torque_scale", Parameter.Type.DOUBLE_ARRAY, "logged effort x this = torque: one value or one "
                                                   "per joint of the model (unset: 1)"),
@@ -424,6 +427,7 @@ FROM_NODE: dict[str, str | tuple[str, str]] = {
     "stationary_cut": "param.stationary_cut",
     "resample": "param.resample",
     "bridge_gaps": "param.bridge_gaps",
+    "effort_lag": "param.effort_lag",
     "regularization": "request.regularization_weight",
     "max_samples": "param.max_samples",
     "drop_outliers": "param.drop_outliers",
@@ -475,6 +479,7 @@ _CONVERT = {
     "bandwidth": _as(float),
     "min_segment": _as(float),
     "bridge_gaps": _as(float),
+    "effort_lag": lambda v, node: None if math.isnan(float(v)) else float(v),
     "regularization": _as(float),
     "max_samples": _as(int),
     "mass_factor": _as(float),

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import queue
 import sys
 import threading
@@ -55,6 +56,8 @@ from rclpy.task import Future
 from std_srvs.srv import Trigger
 
 from sysid_ros.core.data.bag import BagRecording, header_stamp_ns, typestore
+from sysid_ros.core.data.effort_timing import BAG_KEY as EFFORT_LAG_BAG_KEY
+from sysid_ros.core.data.effort_timing import check_effort_lag
 from sysid_ros.core.data.stream_time import GapTracker
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.output_paths import check_file
@@ -77,6 +80,9 @@ PARAMETERS = (
     ("discovery_period", 0.2, "how often the graph is checked for the topics' publishers [s]"),
     ("progress_topic", "joint_states", "stamped topic whose recorded data time ~/progress publishes"),
     ("progress_period", 0.01, "~/progress: publish when the data time advanced this much [s]"),
+    ("effort_lag", math.nan,
+     "how late the joint states' effort is [sample periods] (0.5: the Damiao bridge), written into "
+     "the bag's metadata for `sysid identify` (NaN: not stated)"),
 )
 _END = object()  # ends the writer thread once the queue before it is written
 #: messages of one topic taken per executor wake-up at most (the others' turn comes after)
@@ -146,6 +152,8 @@ class RecorderNode(Node):
                             f"got {len(types)}")
         self._progress_topic = self.resolve_topic_name(self._get("progress_topic"))
         self._progress_ns = round(float(self._get("progress_period")) * 1e9)
+        lag = float(self._get("effort_lag"))
+        self._effort_lag = None if math.isnan(lag) else check_effort_lag(lag)
         declared = {topic: kind for topic, kind in zip(self._wanted, types, strict=False) if kind}
         classes = {topic: _message_class_or_error(kind) for topic, kind in declared.items()}
         self._lock = threading.Lock()  # the bag (writer thread, discovery, finish) and the stats
@@ -411,6 +419,8 @@ class RecorderNode(Node):
                 self.get_logger().warning(f"nothing was recorded: no bag written at {self.bag.path}")
                 return None
             self.get_logger().info(f"finishing bag {self.bag.path}")
+            if self._effort_lag is not None:
+                self.bag.set_metadata(EFFORT_LAG_BAG_KEY, repr(self._effort_lag))
             for topic, stats in self._stats.items():
                 self.bag.set_metadata(f"sysid_ros.lost.{topic}", str(stats.lost))
                 if stats.gaps is not None:

@@ -40,6 +40,8 @@ from sysid_ros.core.data import mcap_crc
 from sysid_ros.core.data.cdr import read_joint_arrays
 from sysid_ros.core.data.columns import ColumnMap
 from sysid_ros.core.data.dataset import CommandLog, Dataset
+from sysid_ros.core.data.effort_timing import BAG_KEY as EFFORT_LAG_BAG_KEY
+from sysid_ros.core.data.effort_timing import META_KEY as EFFORT_LAG_META_KEY
 from sysid_ros.core.data.stream_time import stream_times
 from sysid_ros.core.errors import DataError
 from sysid_ros.core.json_numbers import dumps_strict
@@ -125,8 +127,10 @@ class TopicData:
 
 
 def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage = "mcap",
-              truth: dict[str, Any] | None = None, overwrite: bool = False) -> Path:
-    """Write a rosbag2 bag directory atomically. Returns the final path.
+              truth: dict[str, Any] | None = None, overwrite: bool = False,
+              custom_data: dict[str, str] | None = None) -> Path:
+    """Write a rosbag2 bag directory atomically. Returns the final path. ``custom_data``: entries
+    of its metadata (e.g. the effort lag, :data:`~sysid_ros.core.data.effort_timing.BAG_KEY`).
 
     Raises :class:`DataError` if ``path`` exists (unless ``overwrite``); on any failure the
     temporary directory is removed and nothing is left under ``path``.
@@ -149,6 +153,8 @@ def write_bag(path: str | Path, topics: Sequence[TopicData], *, storage: Storage
                     writer.write(conn, int(ns), store.serialize_cdr(msg, td.msgtype))
             if truth is not None:
                 writer.set_custom_data("sysid_ros.truth", TRUTH_FILE)
+            for key, value in (custom_data or {}).items():
+                writer.set_custom_data(key, str(value))
         mcap_crc.seal_bag(tmp_bag)
         if truth is not None:
             (tmp_bag / TRUTH_FILE).write_text(dumps_strict(truth, indent=2) + "\n", encoding="utf-8")
@@ -241,8 +247,11 @@ def read_bag(path: str | Path, *, joint_states_topic: str = JOINT_STATES,
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
     elif truth_estimate is not None:
         truth = truth_from_estimate(truth_estimate.names, truth_estimate.values)
+    # what the recorder was told about the effort's timing (core.data.effort_timing)
+    declared = bag_custom_data(path).get(EFFORT_LAG_BAG_KEY)
+    meta = {} if declared is None else {EFFORT_LAG_META_KEY: declared}
     ds = Dataset(states["t"], states["names"], states["q"], states["dq"], states["tau"],
-                 source=str(path), command=command, truth=truth)
+                 source=str(path), command=command, truth=truth, meta=meta)
     where = f"{path}:{joint_states_topic}"
     measured, skipped = ds.without_unmeasured()
     if skipped:

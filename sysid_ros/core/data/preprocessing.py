@@ -27,6 +27,7 @@ import numpy as np
 
 from sysid_ros.core.data.butterworth import butterworth, default_padlen
 from sysid_ros.core.data.dataset import Dataset
+from sysid_ros.core.data.effort_timing import BATCH_DEFAULT, aligned_effort, check_effort_lag, declared_lag
 from sysid_ros.core.data.segments import Segmentation, split
 from sysid_ros.core.data.zero_phase import sosfiltfilt_rows
 from sysid_ros.core.errors import DataError
@@ -44,7 +45,10 @@ class Preprocessing:
     5 ms or 3.5 median periods, whichever is longer) on a uniform grid
     first, ``"off"`` only checks the rate (:func:`~sysid_ros.core.data.timebase.regularise`);
     ``stationary_cut``: cut the stationary start and end of every segment before filtering
-    (:func:`~sysid_ros.core.data.stationary.moving_span`; default on).
+    (:func:`~sysid_ros.core.data.stationary.moving_span`; default on);
+    ``effort_lag`` [sample periods]: how late the effort is, compensated per segment before
+    filtering (:mod:`~sysid_ros.core.data.effort_timing`; ``None``: the recording's declaration,
+    else 0).
     """
 
     bandwidth: float = 5.0
@@ -61,8 +65,11 @@ class Preprocessing:
     resample: Literal["auto", "off"] = "auto"
     bridge_gaps: float = -1.0
     jitter_tolerance: float = 0.1
+    effort_lag: float | None = None
 
     def __post_init__(self) -> None:
+        if self.effort_lag is not None:
+            check_effort_lag(self.effort_lag)
         if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
             raise DataError(f"bandwidth must be a finite number > 0 Hz, got {self.bandwidth}")
         if not (math.isfinite(self.min_segment) and self.min_segment >= 0):
@@ -157,9 +164,19 @@ class Conditioned:
     fs: float
 
 
+def effort_lag_of(ds: Dataset, settings: Preprocessing) -> float:
+    """The effort lag [sample periods] to compensate in ``ds``: the one ``settings`` state, else
+    the one the recording declares, else :data:`~sysid_ros.core.data.effort_timing.BATCH_DEFAULT`."""
+    if settings.effort_lag is not None:
+        return settings.effort_lag
+    declared = declared_lag(ds.meta)
+    return BATCH_DEFAULT if declared is None else declared
+
+
 def condition(ds: Dataset, settings: Preprocessing, fs: float | None = None) -> Conditioned:
     """Filter positions and differentiate them (or use measured velocity) of one stretch without
-    gaps (a segment); ``fs`` [Hz] default: its median rate."""
+    gaps (a segment), its effort taken at the instant of each sample (:func:`effort_lag_of`);
+    ``fs`` [Hz] default: its median rate."""
     fs = ds.sample_rate if fs is None else fs  # lowpass() leaves q as measured if the cut-off exceeds fs/2
     q = lowpass(ds.q, fs, settings.position_cutoff, settings.order)
     dq, ddq = derivatives(q, fs, settings)
@@ -175,7 +192,7 @@ def condition(ds: Dataset, settings: Preprocessing, fs: float | None = None) -> 
         elif measured.any():
             dq = dq.copy()
             dq[:, measured] = lowpass(ds.dq[:, measured], fs, settings.position_cutoff, settings.order)
-    return Conditioned(ds.t, q, dq, ddq, ds.tau, fs)
+    return Conditioned(ds.t, q, dq, ddq, aligned_effort(ds.t, ds.tau, effort_lag_of(ds, settings)), fs)
 
 
 def parallel_decimate(arrays: list[np.ndarray], fs: float, settings: Preprocessing,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sysid_ros.core.data.effort_timing import ONLINE_DEFAULT, online_weight
 from sysid_ros.core.errors import DataError
 
 
@@ -81,12 +82,16 @@ class CausalConditioner:
     ``settle`` [s]: samples earlier than this after the first are withheld (``None``): the filters
     start at rest on the first values, so the acceleration starts at 0 while the torque already
     holds ``M q̈₀``; ``"auto"`` withholds the filter's :meth:`CausalFilter.settling_time`.
+    ``effort_lag`` [sample periods] (:mod:`~sysid_ros.core.data.effort_timing`): the effort paired
+    with that acceleration is the one of its instant, ``t_{k−1} + h/2``, interpolated between
+    ``τ_{k−1}`` and ``τ_k`` (−0.5: ``τ_{k−1}``, a simulator's applied torque; +0.5: ``τ_k``, a
+    Damiao reply's).
     Non-increasing times raise :class:`DataError` (the caller rejects the sample and goes on).
     """
 
     def __init__(self, n: int, fs: float, cutoff: float, *, use_measured_velocity: bool = True,
                  nq: int | None = None, quaternions: tuple[int, ...] = (),
-                 settle: float | str = 0.0) -> None:
+                 settle: float | str = 0.0, effort_lag: float = ONLINE_DEFAULT) -> None:
         self.n = n
         self.nq = n if nq is None else int(nq)
         self.quaternions = tuple(int(i) for i in quaternions)
@@ -102,6 +107,7 @@ class CausalConditioner:
         self._fs = fs
         self._settle: float | None = None if settle == "auto" else float(settle)
         self._t_first: float | None = None
+        self._w = online_weight(effort_lag)  # weight of the later sample's effort
 
     @property
     def settle(self) -> float:
@@ -142,7 +148,7 @@ class CausalConditioner:
             return None
         t0, q0, _, tau0, fv0 = last
         a = (fv - fv0) / (t - t0)  # the acceleration of sample k−1
-        out = t0, self._positions(q0[None])[0], fv0, a, self._f_t(tau0)
+        out = t0, self._positions(q0[None])[0], fv0, a, self._f_t(tau0 + self._w * (tau - tau0))
         return out if t0 >= self._t_first + self.settle else None
 
     def push_batch(self, t: np.ndarray, q: np.ndarray, dq: np.ndarray | None, tau: np.ndarray
@@ -186,7 +192,8 @@ class CausalConditioner:
         sel = np.flatnonzero(valid[:-1] & valid[1:])
         if sel.size:  # the filters see every complete sample, withheld ones included
             a = (fv_all[sel + 1] - fv_all[sel]) / (t_all[sel + 1] - t_all[sel])[:, None]
-            q_f, tau_f = self._positions(q_all[sel]), self._f_t.block(tau_all[sel])
+            tau_at = tau_all[sel] + self._w * (tau_all[sel + 1] - tau_all[sel])
+            q_f, tau_f = self._positions(q_all[sel]), self._f_t.block(tau_at)
             settled = t_all[sel] >= self._t_first + self.settle
             sel, a, q_f, tau_f = sel[settled], a[settled], q_f[settled], tau_f[settled]
         if not sel.size:

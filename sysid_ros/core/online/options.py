@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from sysid_ros.core.data.effort_timing import ONLINE_DEFAULT, check_effort_lag
 from sysid_ros.core.errors import DataError
 
 __all__ = ["DISCRETISATIONS", "ONLINE_METHODS", "OPTION_HELP", "WEIGHTINGS", "Discretisation", "Method",
@@ -40,6 +41,10 @@ OPTION_HELP: dict[str, str] = {
     "weight_memory": "adaptive weighting: memory of the row-error estimate [s]",
     "cutoff": "causal low-pass cut-off on q, q̇, τ (and so q̈) [Hz]; at most 0.45 × sample_rate",
     "sample_rate": "nominal sample rate of the stream [Hz]: filter design, gaps, row weights",
+    "effort_lag": "how late the joint states' effort is [sample periods]: the effort stamped t acted "
+                  "at t − effort_lag·period (0: sampled with the positions; 0.5: the Damiao bridge, "
+                  "whose motors report the torque of the previous command; -0.5: a simulator's applied "
+                  "torque, the default); within ±0.5 online",
     "gap_periods": "a step between samples longer than this many nominal periods is a gap: "
                    "the filters and momentum windows restart after it",
     "window": "momentum integration window [s]",
@@ -73,7 +78,8 @@ class OnlineOptions:
     ``torque_noise``) or ``adaptive`` (each row's W
     estimated online from its residuals over ``weight_memory`` [s], never above the fixed W);
     ``cutoff`` [Hz]: the causal low-pass of every signal (at most 0.45 × ``sample_rate``);
-    ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``gap_periods``:
+    ``sample_rate`` [Hz]: the stream's nominal rate (filter design, row weights); ``effort_lag``
+    [sample periods]: how late the effort is (:mod:`~sysid_ros.core.data.effort_timing`); ``gap_periods``:
     a step longer than this many nominal periods restarts the filters and windows; ``min_speed``
     [rad/s]: force rows of slower joints are not used when the model has Coulomb friction (its
     sign model fails near rest); ``stationary_cut``: a conditioned sample with every joint slower
@@ -99,6 +105,7 @@ class OnlineOptions:
     weight_memory: float = 1.0
     cutoff: float = 50.0
     sample_rate: float = 500.0
+    effort_lag: float = ONLINE_DEFAULT
     gap_periods: float = 3.0
     window: float = 0.5
     momentum_scheme: str = "auto"
@@ -123,6 +130,7 @@ class OnlineOptions:
                      "position_noise", "velocity_noise", "horizon", "solve_rate"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise DataError(f"{name} must be > 0, got {getattr(self, name)}")
+        check_effort_lag(self.effort_lag, online=True)
         if not self.gap_periods > 1.0:
             raise DataError(f"gap_periods must be > 1 (nominal periods), got {self.gap_periods}")
         if not (self.update_rate >= 0 and math.isfinite(self.update_rate)):

@@ -316,7 +316,7 @@ class OnlineSession:
     def _new_conditioner(self) -> CausalConditioner:
         """Causal filters for a fresh segment; rows wait until they have settled."""
         return CausalConditioner(self.n, self.options.sample_rate, self.options.effective_cutoff,
-                                 settle="auto")
+                                 settle="auto", effort_lag=self.options.effort_lag)
 
     def _restart(self) -> None:
         self._conditioner = self._new_conditioner()

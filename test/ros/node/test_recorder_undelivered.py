@@ -6,7 +6,7 @@ recorded" (seen: `sysid demo` beside stress-ng --cpu 4, SIGTERM after the first 
 Here the recorder node is never spun: a publisher in another context sends states until every one
 is acknowledged by the recorder's reliable reader, then the node is destroyed as
 :func:`sysid_ros.nodes.spin` does after a signal, and the bag read back with rosbags holds them all,
-in order."""
+in order. The effort lag the recorder was told (the Damiao bridge's) is in the bag's metadata."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from support.waits import wait_until
 
-from sysid_ros.core.data.bag import typestore
+from sysid_ros.core.data.bag import bag_custom_data, typestore
+from sysid_ros.core.data.effort_timing import BAG_KEY, DAMIAO_REPLY, declared_lag
 from sysid_ros.nodes.recorder import RecorderNode
 
 pytestmark = pytest.mark.ros
@@ -35,7 +36,8 @@ def test_states_received_but_not_delivered_are_in_the_bag_after_destroy(tmp_path
     try:
         recorder = RecorderNode(context=contexts[0], parameter_overrides=[
             Parameter("output", value=str(bag)), Parameter("topics", value=["joint_states"]),
-            Parameter("types", value=["sensor_msgs/msg/JointState"])])  # declared: subscribed at start
+            Parameter("types", value=["sensor_msgs/msg/JointState"]),  # declared: subscribed at start
+            Parameter("effort_lag", value=DAMIAO_REPLY)])
         talker = rclpy.create_node("talker", context=contexts[1])
         pub = talker.create_publisher(JointState, "/joint_states",
                                       QoSProfile(depth=N, reliability=ReliabilityPolicy.RELIABLE))
@@ -62,3 +64,5 @@ def test_states_received_but_not_delivered_are_in_the_bag_after_destroy(tmp_path
         got = [store.deserialize_cdr(raw, conns[0].msgtype)
                for _, _, raw in reader.messages(connections=conns)]
     assert [m.position[0] for m in got] == pytest.approx([0.01 * k for k in range(N)], abs=0)
+    declared = bag_custom_data(bag)
+    assert declared[BAG_KEY] == "0.5" and declared_lag({"effort_lag": declared[BAG_KEY]}) == DAMIAO_REPLY
