@@ -212,6 +212,8 @@ class RecorderNode(Node):
                 try:
                     for topic, kind in self._declared.items():
                         bag.add_topic(topic, kind)
+                    if self._effort_lag is not None:  # from the start: a killed recording recovers it
+                        bag.set_metadata(EFFORT_LAG_BAG_KEY, repr(self._effort_lag))
                 except BaseException:
                     bag.abort()  # nothing left behind
                     raise
@@ -419,8 +421,6 @@ class RecorderNode(Node):
                 self.get_logger().warning(f"nothing was recorded: no bag written at {self.bag.path}")
                 return None
             self.get_logger().info(f"finishing bag {self.bag.path}")
-            if self._effort_lag is not None:
-                self.bag.set_metadata(EFFORT_LAG_BAG_KEY, repr(self._effort_lag))
             for topic, stats in self._stats.items():
                 self.bag.set_metadata(f"sysid_ros.lost.{topic}", str(stats.lost))
                 if stats.gaps is not None:

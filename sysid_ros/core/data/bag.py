@@ -450,6 +450,8 @@ class BagRecording:
         self._connections: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
         self.closed = False
+        self._custom: dict[str, str] = {}  # set_metadata's entries, for the partial state
+        self._state: dict[str, Any] = {}   # the last save_state's
 
     @property
     def staging(self) -> Path:
@@ -488,12 +490,17 @@ class BagRecording:
             storage.conn.commit()
 
     def set_metadata(self, key: str, value: str) -> None:
-        """A ``custom_data`` entry of the bag's metadata (written when the bag is closed)."""
+        """A ``custom_data`` entry of the bag's metadata (written when the bag is closed; kept in
+        the partial state at once, so that a recording killed before it closed recovers it)."""
         self._writer.set_custom_data(key, str(value))
+        self._custom[key] = str(value)
+        self.save_state(self._state)
 
     def save_state(self, state: dict[str, Any]) -> None:
-        """Keep ``state`` (e.g. loss counts so far) beside the partial bag for :func:`recover_bag`."""
-        write_atomic(self._staging / PARTIAL_STATE, dumps_strict(state))
+        """Keep ``state`` (e.g. loss counts so far) beside the partial bag for :func:`recover_bag`,
+        with the metadata entries set so far (``custom_data``)."""
+        self._state = dict(state)
+        write_atomic(self._staging / PARTIAL_STATE, dumps_strict({**state, "custom_data": self._custom}))
 
     def close(self) -> Path:
         """Finish the bag and move it to its final name. Returns the path.

@@ -204,6 +204,8 @@ def recover_bag(path: str | Path) -> Recovery:
                         counters[cid].add(stamp)
             for cid, counter in counters.items():
                 gaps[conns[cid].topic] = counter.missing
+            for key, value in (state.get("custom_data") or {}).items():  # e.g. the effort lag
+                writer.set_custom_data(str(key), str(value))
             for topic, n in counts.items():
                 writer.set_custom_data(f"sysid_ros.recovered.{topic}", str(n))
                 if topic in gaps:

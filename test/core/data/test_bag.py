@@ -220,6 +220,7 @@ def test_a_killed_recording_is_recovered_from_its_flushed_chunks(tmp_path, cut):
             rec.flush()
     rec.flush()
     rec.write("/joint_states", 10**12, store.serialize_cdr(msgs[0][1], JOINT_STATE_TYPE))  # not flushed
+    rec.set_metadata("sysid_ros.effort_lag", "0.5")  # what the recorder was told (the Damiao bridge)
     rec.save_state({"lost": {"/joint_states": 3}})
     folder = partial_folders(tmp_path / "run")[0]
     mcap = next(folder.rglob("*.mcap"))
@@ -238,6 +239,7 @@ def test_a_killed_recording_is_recovered_from_its_flushed_chunks(tmp_path, cut):
     assert custom["sysid_ros.recovered./joint_states"] == str(kept)
     assert custom["sysid_ros.gaps./joint_states"] == "5"
     assert custom["sysid_ros.lost./joint_states"] == "3"
+    assert custom["sysid_ros.effort_lag"] == "0.5"
     assert not folder.exists()
 
 
