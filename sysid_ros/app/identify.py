@@ -64,6 +64,8 @@ ALL_METHODS: tuple[str, ...] = METHODS + ONLINE_METHODS
 CHOICES: dict[str, tuple[str, ...]] = {"differentiator": ("central", "savgol"),
                                        "velocity": ("auto", "measured", "differentiate"),
                                        "resample": ("auto", "off")}
+#: ``IdentifyRequest.effort_lag`` that searches the lag the data fit best
+AUTO_LAG = "auto"
 #: the online estimators' options a request carries in ``online`` (the estimator node's session
 #: parameters; ``method`` is the request's, ``stationary_cut`` and ``effort_lag`` shared with the
 #: batch methods)
@@ -136,8 +138,9 @@ class IdentifyRequest:
     resample: str = "auto"
     bridge_gaps: float = -1.0
     #: [sample periods] how late the effort is (core.data.effort_timing); None: the recording's
-    #: declaration, else each method's default (batch 0, online -0.5)
-    effort_lag: float | None = None
+    #: declaration, else each method's default (batch 0, online -0.5); "auto": the lag the data
+    #: fit best (core.batch.effort_lag_search; one recording)
+    effort_lag: float | str | None = None
     # --- the method (core.batch.options.IdentifyOptions)
     regularization: float = 0.0
     max_samples: int = 2000
@@ -164,6 +167,12 @@ class IdentifyRequest:
     def __post_init__(self) -> None:
         for name in CHOICES:
             check_choice(name, getattr(self, name))
+        if isinstance(self.effort_lag, str) and self.effort_lag != AUTO_LAG:
+            raise SysIdError(f"effort_lag must be a number of sample periods or {AUTO_LAG!r}, "
+                             f"got {self.effort_lag!r}")
+        if self.effort_lag == AUTO_LAG and self.several_runs:
+            raise SysIdError("effort_lag 'auto' searches one recording's lag; with several recordings, "
+                             "known payloads or drive gains, state it (e.g. 0.5 for the Damiao bridge)")
         unknown = sorted(set(self.online) - set(ONLINE_OPTIONS))
         if unknown:
             raise SysIdError(f"online options: expected names among {list(ONLINE_OPTIONS)}, got {unknown}")
@@ -189,7 +198,8 @@ class IdentifyRequest:
         return Preprocessing(bandwidth=self.bandwidth, differentiator=self.differentiator,
                              velocity=self.velocity, min_segment=self.min_segment,
                              stationary_cut=self.stationary_cut, resample=self.resample,
-                             bridge_gaps=self.bridge_gaps, effort_lag=self.effort_lag)
+                             bridge_gaps=self.bridge_gaps,
+                             effort_lag=None if self.effort_lag == AUTO_LAG else self.effort_lag)
 
 
 def check_choice(name: str, value: str) -> None:
@@ -347,6 +357,14 @@ def _identify_one(request: IdentifyRequest, run: _Run, model: RobotModel, target
 
     ds = _read(request, model, request.data[0], commands=_reads_commands(request))
     run.stage("preparing", f"preparing {len(ds)} samples")
+    effort_lag = request.effort_lag
+    if effort_lag == AUTO_LAG:
+        from sysid_ros.core.batch.effort_lag_search import find_effort_lag
+
+        search = find_effort_lag(ds, target, options.preprocessing, online=request.method in ONLINE_METHODS)
+        run.say(search.describe())
+        effort_lag = search.lag
+        options = replace(options, preprocessing=replace(options.preprocessing, effort_lag=effort_lag))
     prep = prepare(ds, target, options.preprocessing, min_speed=options.min_speed, progress=options.progress,
                    stribeck_velocity=options.stribeck_velocity, sigmoid_shape=options.sigmoid_shape)
     target = prep.target  # with the Stribeck velocity and sigmoid shapes found, if searched
@@ -356,10 +374,14 @@ def _identify_one(request: IdentifyRequest, run: _Run, model: RobotModel, target
         from sysid_ros.core.online.replay import online_result, replay
 
         values = {**request.online, "stationary_cut": request.stationary_cut,
-                  "effort_lag": online_effort_lag(request.effort_lag, ds.meta)}
-        online = replay(ds, target, online_options(request.method, values, ds.sample_rate),
-                        truth=truth_parameters(ds.truth, target), progress=options.progress).estimator
+                  "effort_lag": online_effort_lag(effort_lag, ds.meta)}
+        session_options = online_options(request.method, values, ds.sample_rate)
+        online = replay(ds, target, session_options, truth=truth_parameters(ds.truth, target),
+                        progress=options.progress).estimator
         result = online_result(prep, online)
+        extra = result.diagnostics.extra  # the lag the replay paired efforts with
+        extra = extra | {"online": extra["online"] | {"effort_lag": session_options.effort_lag}}
+        result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))
     else:
         result = run_method(prep, options)
     run.stage("evaluating", "evaluating the estimate")

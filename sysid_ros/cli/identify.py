@@ -8,6 +8,7 @@ import sys
 
 from sysid_ros.app.identify import (
     ALL_METHODS,
+    AUTO_LAG,
     CHOICES,
     ONLINE_OPTIONS,
     IdentifyOutcome,
@@ -100,6 +101,17 @@ def _sigmoid_shape(text: str | None) -> tuple[float, float] | None:
         raise SysIdError(f"--sigmoid-shape: expected PHI2,PHI3 (steepness [s/rad], offset [rad/s]), "
                          f"got {text!r}")
     return values[0], values[1]
+
+
+def _effort_lag(text: str) -> float | str:
+    """``--effort-lag``: a number of sample periods or ``auto``."""
+    if text.strip().lower() == AUTO_LAG:
+        return AUTO_LAG
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of sample periods or 'auto', "
+                                         f"got {text!r}") from None
 
 
 def _online_options(args: argparse.Namespace, data_rate: float) -> OnlineOptions:
@@ -225,11 +237,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep-stationary", dest="stationary_cut", action="store_false",
                    help="keep samples with every joint slower than 0.01 rad/s (default: the batch "
                    "methods cut them at each segment's start and end, the online ones skip them)")
-    p.add_argument("--effort-lag", type=float, default=None, metavar="PERIODS",
+    p.add_argument("--effort-lag", type=_effort_lag, default=None, metavar="PERIODS|auto",
                    help="how late the effort is [sample periods]: the effort stamped t acted at t - "
-                   "lag x period (0: sampled with the positions; 0.5: the Damiao bridge; -0.5: a "
-                   "simulator's applied torque) (default: what the bag declares, else 0 for the "
-                   "batch methods and -0.5 for the online ones)")
+                   "lag x period (0: sampled with the positions; 0.5: the Damiao bridge); auto: the "
+                   "lag the data fit best, said in the output "
+                   "(default: what the bag declares, else 0 for the batch methods and -0.5 for the "
+                   "online ones)")
     p.add_argument("--drop-outliers", action="store_true",
                    help="leave out the regression rows whose torque residual is beyond 8 robust σ "
                    "(1.4826·MAD) of a least-squares fit; they are reported either way (default: kept)")

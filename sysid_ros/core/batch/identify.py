@@ -57,6 +57,7 @@ from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.preprocessing import (
     Preprocessing,
     condition,
+    effort_lag_of,
     parallel_decimate,
     segment,
 )
@@ -209,7 +210,8 @@ def run_method(prep: Prepared, options: IdentifyOptions) -> IdentificationResult
     for line in precision_warnings(result):
         warn(log, options.progress, line)
         warnings.append(line)
-    data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict()}
+    data = prep.segmentation.as_dict() | {"timebase": prep.timebase.as_dict(),
+                                          "effort_lag": effort_lag_of(prep.dataset, prep.settings)}
     data["outliers"] = found.as_dict(prep.dataset.joint_names) | {"dropped": bool(options.drop_outliers)}
     extra = result.diagnostics.extra | {"data": data} | ({"warnings": warnings} if warnings else {})
     result = replace(result, diagnostics=replace(result.diagnostics, extra=extra))

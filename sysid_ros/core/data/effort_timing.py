@@ -4,22 +4,24 @@ A driver publishes one stamp for a position, a velocity and an effort, but the t
 describe the same instant. A Damiao motor's MIT reply carries the shaft's position and velocity
 when it answers and the torque its current loop produced under the *previous* command, which
 acted over the command period before the reply: on average the effort describes the instant half
-a period before the stamp. A simulator that measures, then steps with the torque it publishes,
-has its effort half a step *ahead*. Inverse dynamics pairs each torque with the acceleration at
-the same instant, so an uncompensated lag biases the estimate wherever the torque changes fast
-(a command that steps after a missed cycle): on the emulated Damiao arm at 500 Hz, an 0.8 kg
-payload's centre of mass came out 6 mm too far along the flange axis (issue 24).
+a period before the stamp. Inverse dynamics pairs each torque with the acceleration at the same
+instant, so an uncompensated lag biases the estimate wherever the torque changes fast (a command
+that steps after a missed cycle): on the emulated Damiao arm at 500 Hz, an 0.8 kg payload's centre
+of mass came out 6 mm too far along the flange axis (issue 24).
 
 ``effort_lag`` [sample periods]: the effort stamped ``t`` is the torque that acted at
-``t − effort_lag · period``. 0 for an effort sampled with the positions (a ros2_control joint
-state broadcaster, most vendor logs); +0.5 for the Damiao bridge's joint states (its launch file
-declares it to the estimator and the recorder, which writes it into the bag: :data:`BAG_KEY`);
-−0.5 for a simulator's applied torque at its own rate. The batch methods take the effort at
-``t + lag·period`` by linear interpolation (:func:`aligned_effort`); the online conditioner
-pairs its forward-difference acceleration, which belongs to the middle of a period, with the
-effort of that instant (:func:`online_weight`). Defaults, unless a recording declares its lag:
-:data:`BATCH_DEFAULT` (0) for the batch methods and :data:`ONLINE_DEFAULT` (−0.5) for the online
-estimators, the conventions each followed before the lag could be stated.
+``t − effort_lag · period``, for samples of continuous motion (a robot). 0 for an effort sampled
+with the positions (a ros2_control joint state broadcaster, most vendor logs); +0.5 for the
+Damiao bridge's joint states (its launch file declares it to the estimator and the recorder,
+which writes it into the bag: :data:`BAG_KEY`). The batch methods take the effort at
+``t + lag·period`` by linear interpolation (:func:`aligned_effort`) against accelerations from
+positions' central differences; the online conditioner pairs its forward-difference acceleration
+of measured velocities, which belongs to the middle of a period, with the effort of that instant
+(:func:`online_weight`). Defaults, unless a recording declares its lag: :data:`BATCH_DEFAULT` (0)
+for the batch methods and :data:`ONLINE_DEFAULT` (−0.5) for the online estimators, what each
+assumed before the lag could be stated — and each exact for a simulator's semi-implicit Euler
+samples that publish the torque of the step they start (its positions run half a step ahead of
+its velocities, so the two pairings differ by half a period there; no robot's samples do that).
 """
 
 from __future__ import annotations
@@ -88,6 +90,6 @@ def aligned_effort(t: np.ndarray, tau: np.ndarray, lag: float) -> np.ndarray:
 def online_weight(lag: float) -> float:
     """The weight of the *later* sample when the online conditioner pairs the forward difference
     ``(v_k − v_{k−1})/h`` (the acceleration at ``t_{k−1} + h/2``) with an effort: the effort at
-    ``t_{k−1} + h/2 + lag·h`` is ``(1 − w)·τ_{k−1} + w·τ_k`` with ``w = 0.5 + lag`` (0: a
-    simulator's applied torque, 1: a Damiao reply's)."""
+    ``t_{k−1} + h/2 + lag·h`` is ``(1 − w)·τ_{k−1} + w·τ_k`` with ``w = 0.5 + lag`` (0: the
+    torque a simulator applies over the step it starts, 1: a Damiao reply's)."""
     return 0.5 + check_effort_lag(lag, online=True)

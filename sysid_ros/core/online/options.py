@@ -43,8 +43,8 @@ OPTION_HELP: dict[str, str] = {
     "sample_rate": "nominal sample rate of the stream [Hz]: filter design, gaps, row weights",
     "effort_lag": "how late the joint states' effort is [sample periods]: the effort stamped t acted "
                   "at t − effort_lag·period (0: sampled with the positions; 0.5: the Damiao bridge, "
-                  "whose motors report the torque of the previous command; -0.5: a simulator's applied "
-                  "torque, the default); within ±0.5 online",
+                  "whose motors report the torque of the previous command; -0.5, the default: the "
+                  "torque a simulator applies over the step it starts); within ±0.5 online",
     "gap_periods": "a step between samples longer than this many nominal periods is a gap: "
                    "the filters and momentum windows restart after it",
     "window": "momentum integration window [s]",

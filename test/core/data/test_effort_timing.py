@@ -4,11 +4,14 @@ and the online estimators both recover the payload."""
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 from support.robots import DEFAULT_ROBOT
 
 from sysid_ros.app.identify import online_effort_lag
+from sysid_ros.core.batch.effort_lag_search import find_effort_lag
 from sysid_ros.core.batch.identify import identify
 from sysid_ros.core.batch.options import IdentifyOptions
 from sysid_ros.core.data.bag import dataset_topics, read_bag, write_bag
@@ -23,7 +26,7 @@ from sysid_ros.core.data.effort_timing import (
 )
 from sysid_ros.core.data.fourier import FourierTrajectory, Limits
 from sysid_ros.core.data.preprocessing import Preprocessing, effort_lag_of
-from sysid_ros.core.errors import DataError
+from sysid_ros.core.errors import DataError, SysIdError
 from sysid_ros.core.model.robot import RobotModel
 from sysid_ros.core.model.target import payload_target
 from sysid_ros.core.online.conditioning import CausalConditioner
@@ -156,3 +159,36 @@ def test_a_bags_declaration_is_the_default(two_conventions, tmp_path):
     assert online_effort_lag(None, {}) == -0.5
     assert effort_lag_of(declared, Preprocessing(effort_lag=0.0)) == 0.0
     assert effort_lag_of(damiao, Preprocessing()) == 0.0
+
+
+@pytest.mark.slow
+def test_the_lag_search_sees_a_one_period_shift(two_conventions):
+    """``--effort-lag auto``: the least-squares residual of the batch preparation is smallest where
+    each effort meets its own acceleration. For the simulator's semi-implicit Euler samples that is
+    lag 0 (the positions' second difference is exactly the step's acceleration); the same run
+    with each effort one step late fits best one period later."""
+    simulator, damiao = two_conventions
+    target = payload_target(RobotModel.from_mjcf(DEFAULT_ROBOT), "link_6")
+    found = {name: find_effort_lag(ds, target, Preprocessing())
+             for name, ds in (("simulator", simulator), ("damiao", damiao))}
+    assert found["simulator"].lag == pytest.approx(0.0, abs=0.1), found["simulator"].describe()
+    shift = found["damiao"].lag - found["simulator"].lag
+    assert shift == pytest.approx(1.0, abs=0.1), found["damiao"].describe()
+    residuals = dict(found["simulator"].residuals)
+    assert residuals[0.0] < 0.9 * min(residuals[-0.5], residuals[0.5]), found["simulator"].describe()
+    online = find_effort_lag(damiao, target, Preprocessing(), online=True)
+    assert [lag for lag, _ in online.residuals] == [-0.5, -0.25, 0.0, 0.25, 0.5]
+    assert online.lag == 0.5  # the edge of what the online estimators take
+
+
+def test_auto_is_the_only_word_the_option_takes():
+    from sysid_ros.app.identify import IdentifyRequest
+    from sysid_ros.cli.identify import _effort_lag
+
+    assert _effort_lag("auto") == "auto" and _effort_lag(" 0.5") == 0.5
+    with pytest.raises(argparse.ArgumentTypeError, match="a number of sample periods or 'auto', got 'soon'"):
+        _effort_lag("soon")
+    with pytest.raises(SysIdError, match="a number of sample periods or 'auto', got 'late'"):
+        IdentifyRequest(data=["a.mcap"], model="m.xml", out="o", effort_lag="late")
+    with pytest.raises(SysIdError, match=r"with several recordings.*state it"):
+        IdentifyRequest(data=["a.mcap", "b.mcap"], model="m.xml", out="o", effort_lag="auto")
