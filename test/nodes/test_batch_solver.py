@@ -78,7 +78,7 @@ def test_every_cli_option_is_a_request_field_and_every_field_an_option():
     used = list(FROM_ARGS.values()) + list(ONLINE_OPTIONS)
     assert len(used) == len(set(used)), "two request fields from one option"
     assert set(used) | CLI_ONLY == _cli_options()
-    assert set(ONLINE_OPTIONS) == set(OnlineOptions.names()) - {"method", "stationary_cut"}
+    assert set(ONLINE_OPTIONS) == set(OnlineOptions.names()) - {"method", "stationary_cut", "effort_lag"}
 
 
 def test_every_request_field_has_its_batch_solve_field_or_node_parameter_and_back():
