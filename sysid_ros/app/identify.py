@@ -278,12 +278,9 @@ def online_options(method: str, values: Mapping[str, Any], data_rate: float) -> 
 def online_effort_lag(requested: float | None, meta: Mapping[str, Any]) -> float:
     """The effort lag [sample periods] an online estimator replays a recording with: the one
     ``requested``, else the one the recording declares (``meta``), else the online default."""
-    from sysid_ros.core.data.effort_timing import ONLINE_DEFAULT, declared_lag
+    from sysid_ros.core.data.effort_timing import ONLINE_DEFAULT, effective_lag
 
-    if requested is not None:
-        return requested
-    declared = declared_lag(dict(meta))
-    return ONLINE_DEFAULT if declared is None else declared
+    return effective_lag(requested, dict(meta), default=ONLINE_DEFAULT)
 
 
 class _Run:

@@ -12,11 +12,12 @@ long as ``sysid identify`` takes to prepare the data).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sysid_ros.core.batch.identify import prepare
 from sysid_ros.core.data.dataset import Dataset
 from sysid_ros.core.data.effort_timing import ONLINE_LIMIT
 from sysid_ros.core.data.preprocessing import Preprocessing
@@ -42,14 +43,10 @@ class LagSearch:
 
 
 def find_effort_lag(dataset: Dataset, target: Target, settings: Preprocessing, *,
-                    grid: Sequence[float] = GRID, online: bool = False,
-                    prepare: Callable | None = None) -> LagSearch:
+                    grid: Sequence[float] = GRID, online: bool = False) -> LagSearch:
     """The effort lag of ``dataset`` that ``target``'s regression fits best (module docstring).
     ``online``: only lags within ±:data:`~sysid_ros.core.data.effort_timing.ONLINE_LIMIT` (what
-    the online estimators take). ``prepare``: the batch preparation (default
-    :func:`sysid_ros.core.batch.identify.prepare`). :class:`DataError` if no lag leaves rows."""
-    if prepare is None:
-        from sysid_ros.core.batch.identify import prepare
+    the online estimators take). :class:`DataError` if no lag leaves rows."""
     lags = sorted({float(g) for g in grid if not online or abs(g) <= ONLINE_LIMIT})
     if len(lags) < 3:
         raise DataError(f"an effort lag search needs at least 3 lags, got {lags}")

@@ -73,6 +73,16 @@ def declared_lag(meta: dict) -> float | None:
         raise DataError(f"the recording declares {exc}") from None
 
 
+def effective_lag(requested: float | None, meta: dict, *, default: float) -> float:
+    """The effort lag [sample periods] to use: the one ``requested``, else the one the recording
+    declares in its ``meta`` (:func:`declared_lag`), else ``default`` (:data:`BATCH_DEFAULT` or
+    :data:`ONLINE_DEFAULT`)."""
+    if requested is not None:
+        return requested
+    declared = declared_lag(meta)
+    return default if declared is None else declared
+
+
 def aligned_effort(t: np.ndarray, tau: np.ndarray, lag: float) -> np.ndarray:
     """The effort that acted at each ``t (N,)`` [s]: ``tau (N, n)`` interpolated linearly at
     ``t + lag · h`` (``h`` the median step; held at the first and last samples beyond the ends).

@@ -27,7 +27,7 @@ import numpy as np
 
 from sysid_ros.core.data.butterworth import butterworth, default_padlen
 from sysid_ros.core.data.dataset import Dataset
-from sysid_ros.core.data.effort_timing import BATCH_DEFAULT, aligned_effort, check_effort_lag, declared_lag
+from sysid_ros.core.data.effort_timing import BATCH_DEFAULT, aligned_effort, check_effort_lag, effective_lag
 from sysid_ros.core.data.segments import Segmentation, split
 from sysid_ros.core.data.zero_phase import sosfiltfilt_rows
 from sysid_ros.core.errors import DataError
@@ -167,10 +167,7 @@ class Conditioned:
 def effort_lag_of(ds: Dataset, settings: Preprocessing) -> float:
     """The effort lag [sample periods] to compensate in ``ds``: the one ``settings`` state, else
     the one the recording declares, else :data:`~sysid_ros.core.data.effort_timing.BATCH_DEFAULT`."""
-    if settings.effort_lag is not None:
-        return settings.effort_lag
-    declared = declared_lag(ds.meta)
-    return BATCH_DEFAULT if declared is None else declared
+    return effective_lag(settings.effort_lag, ds.meta, default=BATCH_DEFAULT)
 
 
 def condition(ds: Dataset, settings: Preprocessing, fs: float | None = None) -> Conditioned:
