@@ -88,8 +88,9 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     from rclpy.task import Future
 
     from sysid_ros.core.errors import SysIdError
+    from sysid_ros.nodes.stop_request import StopRequest
 
-    stop = threading.Event()
+    stop = StopRequest()  # (not a threading.Event: see stop_request)
     signals = (signal.SIGINT, signal.SIGTERM)
     for sig in signals:
         signal.signal(sig, _stop_requester(stop))
@@ -114,14 +115,14 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         except BaseException as exc:  # handed to the main thread
             raised.append(exc)
         finally:
-            stop.set()
+            stop.request()
 
     try:
         node = make_node()
         executor.add_node(node)
         spinner = threading.Thread(target=run, name="executor")
         spinner.start()
-        stop.wait()  # (a lock wait: a signal's handler runs at once)
+        stop.wait()  # (a signal's handler runs at once)
         stopped.set_result(None)
         grace = getattr(node, "STOP_GRACE", None)
         spinner.join(grace)
@@ -137,7 +138,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         print(f"[{getattr(make_node, '__name__', 'node')}] cannot start: {exc}", file=sys.stderr)
         failed = True
     finally:
-        stop.set()  # from here on a signal only says "already stopping"
+        stop.request()  # from here on a signal only says "already stopping"
         try:
             executor.shutdown()
             if node is not None:
@@ -146,6 +147,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
         finally:
             for sig in signals:  # the process ends after this: a late signal changes nothing
                 signal.signal(sig, signal.SIG_IGN)
+            stop.close()
     for exc in raised:
         if isinstance(exc, SysIdError):
             print(f"[{getattr(make_node, '__name__', 'node')}] stopped: {exc}", file=sys.stderr)
@@ -175,14 +177,18 @@ def _leave(status: int) -> None:
     os._exit(status)
 
 
-def _stop_requester(stop: threading.Event):
+def _stop_requester(stop):
     """A SIGINT/SIGTERM handler: the first signal asks :func:`spin` to stop, a later one says the
-    node is already stopping."""
+    node is already stopping. It takes no lock (it may run inside any code of the main thread:
+    :mod:`~sysid_ros.nodes.stop_request`)."""
 
     def handle(signum, _frame) -> None:
-        if stop.is_set():
-            print(f"[{signal.Signals(signum).name}] already stopping: finishing files first",
-                  file=sys.stderr, flush=True)
-        stop.set()
+        if stop.is_requested():
+            try:
+                os.write(2, f"[{signal.Signals(signum).name}] already stopping: finishing files first\n"
+                         .encode())  # (not print: the main thread may be inside a write to stderr)
+            except OSError:
+                pass
+        stop.request()
 
     return handle

@@ -70,6 +70,7 @@ class NodeProcess:
         self.command = cmd
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._out, stderr=subprocess.STDOUT, text=True)
         self.output = ""
+        self._interrupted = False  # SIGINT sent (once: a second one would only say "already stopping")
 
     @property
     def running(self) -> bool:
@@ -82,10 +83,15 @@ class NodeProcess:
             raise SysIdError(f"{self.module} exited with status {self.proc.returncode}:\n"
                              f"{self.output[-2000:]}")
 
+    def interrupt(self) -> None:
+        """SIGINT, once (the node's clean stop: it finishes its files)."""
+        if not self._interrupted and self.proc.poll() is None:
+            self._interrupted = True
+            self.proc.send_signal(signal.SIGINT)
+
     def stop(self, timeout: float = 20.0) -> int:
         """SIGINT, wait up to ``timeout`` s (then kill); returns the exit status. Idempotent."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+        self.interrupt()
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -105,8 +111,7 @@ def stop_all(procs, timeout: float = 20.0) -> list[int]:
     ``timeout`` [s], killing what is left; returns their exit statuses in order."""
     procs = list(procs)
     for p in procs:
-        if p.proc.poll() is None:
-            p.proc.send_signal(signal.SIGINT)
+        p.interrupt()
     deadline = time.monotonic() + timeout
     return [p.stop(timeout=max(deadline - time.monotonic(), 0.1)) for p in procs]
 

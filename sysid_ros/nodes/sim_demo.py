@@ -233,11 +233,29 @@ def run_demo(opts: DemoOptions) -> dict:
             spinner.join(timeout=10.0)
         rclpy.try_shutdown(context=context)
     if interrupted:
-        kept = f"the recording so far is in {bag}" if bag.is_dir() else "nothing was recorded"
-        raise InterruptError(f"every node stopped; {kept}")
+        raise InterruptError(f"every node stopped; {_kept_recording(bag, failed.get('recorder'))}")
     if failed:
         _say(opts, f"warning: processes exited with {failed} (see {out / 'logs'})")
     return _report(opts, model, payload, out, online, batch, time.perf_counter() - started)
+
+
+def _kept_recording(bag: Path, recorder_status: int | None) -> str:
+    """What an interrupted run leaves: the bag the recorder finished, else (the recorder killed
+    before it finished: ``recorder_status``) its partial recording recovered under the bag's name
+    (:func:`~sysid_ros.core.data.bag_recovery.recover_bag`), else nothing."""
+    if bag.is_dir():
+        return f"the recording so far is in {bag}"
+    from sysid_ros.core.data.bag import partial_folders
+    from sysid_ros.core.data.bag_recovery import recover_bag
+
+    if not partial_folders(bag):
+        return "nothing was recorded"
+    unfinished = f"the recorder did not finish its bag (status {recorder_status})"
+    try:
+        recover_bag(bag)
+    except SysIdError as exc:
+        return f"{unfinished} and it cannot be recovered: {exc}"
+    return f"{unfinished}: the recording so far is recovered in {bag}"
 
 
 #: [s] longest wait for a node process to appear in the graph (imports and MuJoCo on a loaded host)

@@ -97,7 +97,7 @@ def test_a_consumer_killed_mid_run_ends_the_run_and_the_bag_is_finished(tmp_path
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("spacing", [0.1, 0.3, 1.0])
+@pytest.mark.parametrize("spacing", [0.0, 0.1, 0.3, 1.0])
 def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, ros_domain_id):
     """Two SIGINTs, as two Ctrl-Cs or the terminal's plus launch's: the node (here the recorder
     while it records the running simulator, the node with the most to finish) exits 0, its bag
@@ -119,7 +119,7 @@ def test_two_ctrl_c_at_any_spacing_end_a_node_with_status_0(spacing, tmp_path, r
                         procs=[rec, sim])
         for proc in (rec, sim):
             proc.proc.send_signal(signal.SIGINT)
-            time.sleep(spacing)  # the spacing under test, not synchronisation
+            time.sleep(spacing)  # the spacing under test (0: back to back), not synchronisation
             proc.proc.send_signal(signal.SIGINT)
         assert _exit_status(rec) == 0, rec.output[-3000:]
         assert _exit_status(sim) == 0, sim.output[-3000:]
