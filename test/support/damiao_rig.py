@@ -186,7 +186,7 @@ class Listener:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from sysid_ros.msg import MotorCommand
 
@@ -198,8 +198,9 @@ class Listener:
         self.executor.add_node(self.node)
         self.states: list = []  # (receive time [s, monotonic], JointState)
         self.diagnostics: list = []
-        # 2 s of the bridge's 500 Hz states: a listener starved on a busy host drops none meanwhile
-        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        # every state kept until taken: this process's executor, starved beside CPU hogs, fell over
+        # 2 s behind the bridge's 500 Hz (a depth of 1000 then dropped the oldest: 18 of 250 left)
+        reliable = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
         self.node.create_subscription(JointState, "/joint_states",
                                       lambda m: self.states.append((time.monotonic(), m)), reliable)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 10)

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -52,6 +53,7 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
     proc = bridge_process("rate:=500", "max_missed_replies:=50", "motor_timeout:=1.0",
                           "emulator.clock:=realtime")
     ros = Listener(ros_domain_id)
+    streaming, streamer = threading.Event(), None  # set: the command stream ends
     try:
         assert wait_until(lambda: len(ros.states) > 10, 30.0), "no joint states from the bridge process"
         # the stream is timed from its first command: that one must reach the bridge (discovery
@@ -63,55 +65,81 @@ def test_node_process_tracks_commands_over_dds_and_disables_on_sigint(bridge_pro
         assert list(first.name) == [f"joint{i}" for i in range(1, 7)]
         q0 = np.array(first.position)
         ramp, amplitude = 1.0, 0.3
+        # 100 Hz stream from a thread of its own, until the SIGINT: ramp joint1 for `ramp` s, then
+        # hold its end, the rest held throughout. It runs on while the states are looked at: a
+        # stream that ended there left the bridge without commands for the analysis's seconds on
+        # a busy host, and its watchdog (correctly) disabled the motors before the SIGINT
         sent = []  # (wall-clock time [s], joint1 target [rad]): the clock of the states' stamps
-        start = time.monotonic()
-        while (t := time.monotonic() - start) < ramp + 1.0:  # 100 Hz stream: ramp joint1, hold the rest
-            target = q0.copy()
-            target[0] += amplitude * min(t / ramp, 1.0)
-            ros.command(first.name, target)
-            sent.append((time.time(), target[0]))
-            time.sleep(0.01)
-        # the latest diagnostics now were published while commands streamed (0.1 s after the last
-        # one the bridge holds, correctly)
-        loop = ros.status("damiao_bridge: control loop")
-        # states are placed by their stamps (the bridge's wall clock at each cycle's start), not by
-        # when this process got them: on a busy host the listener's thread gets them late, in bursts
-        # (6 of ~400 in the ramp's window by arrival time at load 14). Every one measured until the
-        # stream's end must have come before they are looked at (the listener appends on).
+        start, ramp_start = time.monotonic(), time.time()
+
+        def stream() -> None:
+            while not streaming.wait(0.01):
+                target = q0.copy()
+                target[0] += amplitude * min((time.monotonic() - start) / ramp, 1.0)
+                ros.command(first.name, target)
+                sent.append((time.time(), target[0]))
+
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+
         def stamp(m) -> float:
             return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
 
-        assert wait_until(lambda: stamp(ros.states[-1][1]) > sent[-1][0], 30.0), "no states after the stream"
-        states = list(ros.states)
-        stamps = np.array([stamp(m) for _, m in states])
-        q1 = np.array([m.position[0] for _, m in states])
-        moving = (stamps > sent[0][0] + 0.2) & (stamps < sent[0][0] + ramp)
-        assert moving.sum() > 50
-
-        sent_t, sent_x = np.array([t for t, _ in sent]), np.array([x for _, x in sent])
-
-        def tracking_error(lag: float) -> np.ndarray:  # state against the command in force `lag` s earlier
-            # the last one sent (not a line between sends: this process, starved, sent none for
-            # 0.1-0.2 s at times beside the hogs, and the bridge tracks what it got, then holds)
-            k = np.searchsorted(sent_t, stamps[moving] - lag, side="right") - 1
-            return np.where(k >= 0, np.abs(q1[moving] - sent_x[np.maximum(k, 0)]), np.nan)
-
-        # The DDS round trip and the loop's latency grow with the host's load: what must hold is that
-        # the joint follows the 0.3 rad/s ramp's shape, with some delay up to 0.3 s (bounded).
-        lag = min(np.arange(0.0, 0.3, 0.005), key=lambda d: np.nanmedian(tracking_error(d)))
-        error = tracking_error(lag)
-        assert np.nanmedian(error) < 0.01 and np.nanmax(error) < 0.05, (lag, error)
-        assert abs(np.nanmedian(q1[-20:]) - (q0[0] + amplitude)) < 0.01  # and settles on the target
-        assert loop is not None and loop.level == DiagnosticStatus.OK
-        values = {kv.key: kv.value for kv in loop.values}
-        assert values["mode"] == "track" and float(values["rate_hz"]) > 0.0  # loop timing is reported
-        assert {"period_p99_us", "jitter_us", "overruns", "missed_cycles"} <= set(values)
+        # states are placed by their stamps (the bridge's wall clock at each cycle's start), not by
+        # when this process got them: on a busy host the listener's thread gets them late, in bursts
+        # (6 of ~400 in the ramp's window by arrival time at load 14). Every one measured until
+        # a second after the ramp's end must have come before they are looked at.
+        settled_from = ramp_start + ramp + 0.5  # [s] half a second into the hold
+        assert wait_until(lambda: stamp(ros.states[-1][1]) > settled_from + 0.5, 60.0), "no hold states"
+        states, sent_now, diagnostics = list(ros.states), list(sent), list(ros.diagnostics)
         assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)  # while the commands still flow, as a launch stops a graph
     finally:
+        streaming.set()
+        if streamer is not None:
+            streamer.join(timeout=30)
         ros.close()
-    log = stop_process(proc)
+    try:
+        log, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        log = proc.communicate()[0]
+    stamps = np.array([stamp(m) for _, m in states])
+    q1 = np.array([m.position[0] for _, m in states])
+    sent_t, sent_x = np.array([t for t, _ in sent_now]), np.array([x for _, x in sent_now])
+    # on a busy host the commands can reach the bridge's loop over 0.1 s apart (this process's
+    # stream, DDS and the bridge node's executor all run at normal priority): the bridge then holds
+    # the measured pose (and says so) and tracks again when they are back, so a few states of the
+    # ramp lag more than the delivery delay; the bulk must track
+    moving = (stamps > ramp_start + 0.2) & (stamps < ramp_start + ramp)
+    assert moving.sum() > 50, f"{moving.sum()} states of the ramp"
+
+    def tracking_error(lag: float) -> np.ndarray:  # state against the command in force `lag` s earlier
+        # the last one sent (not a line between sends: this process, starved, sent none for
+        # 0.1-0.2 s at times beside the hogs, and the bridge tracks what it got, then holds)
+        k = np.searchsorted(sent_t, stamps[moving] - lag, side="right") - 1
+        return np.where(k >= 0, np.abs(q1[moving] - sent_x[np.maximum(k, 0)]), np.nan)
+
+    # The DDS round trip and the loop's latency grow with the host's load: what must hold is that
+    # the joint follows the 0.3 rad/s ramp's shape, with some delay up to 0.3 s (bounded).
+    lag = min(np.arange(0.0, 0.3, 0.005), key=lambda d: np.nanmedian(tracking_error(d)))
+    error = tracking_error(lag)
+    assert np.nanmedian(error) < 0.01 and np.nanpercentile(error, 90) < 0.05, (lag, error)
+    assert np.nanmax(error) < 0.15, (lag, error)  # the holds' lag is bounded too
+    settled = q1[stamps > settled_from]
+    assert settled.size > 50, f"{settled.size} states of the hold"
+    assert abs(np.nanmedian(settled) - (q0[0] + amplitude)) < 0.01, settled  # and settles on the target
+    # the loop's status while it tracked (during a hold it says "hold", correctly)
+    loops = [s for array in diagnostics for s in array.status if s.name == "damiao_bridge: control loop"]
+    values = [{kv.key: kv.value for kv in s.values} for s in loops]
+    tracking = [(s, v) for s, v in zip(loops, values, strict=True) if v.get("mode") == "track"]
+    assert tracking, [v.get("mode") for v in values]
+    loop, values = tracking[-1]
+    assert loop.level == DiagnosticStatus.OK
+    assert float(values["rate_hz"]) > 0.0  # loop timing is reported
+    assert {"period_p99_us", "jitter_us", "overruns", "missed_cycles"} <= set(values)
     assert proc.returncode == 0, log
-    assert "all 6 motors disabled (deactivate), confirmed" in log
+    assert "all 6 motors disabled (deactivate), confirmed" in log, log[-3000:]
     assert "emulator motor states at stop: joint1=0x0, joint2=0x0, joint3=0x0, joint4=0x0, joint5=0x0, " \
            "joint6=0x0" in log
     assert "Traceback" not in log
