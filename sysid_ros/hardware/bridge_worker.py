@@ -32,7 +32,12 @@ Exit paths: ``shutdown``; the host's end of the RPC socket closing (the node end
 ``SIGKILL`` included); ``SIGTERM`` (also sent by Linux when the host dies, ``PR_SET_PDEATHSIG``).
 Each disables every motor (confirmed, :meth:`.Bridge.shutdown`) before the process ends. ``SIGINT``
 is ignored: a Ctrl-C in a terminal reaches the whole process group, and the host decides when the
-motors go off.
+motors go off. SIGTERM's handler only records the request
+(:class:`~sysid_ros.core.stop_request.StopRequest`), which the request loop waits on beside the RPC
+socket: a request in progress finishes first (each is bounded by the bus's timeouts), and no signal
+can cut the disable short. (A killed host closes the socket and then, a moment later, sends the
+SIGTERM: a handler that raised landed inside the disable, and the motors stopped on their CAN
+timeout instead.)
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ import signal
 import sys
 import threading
 import traceback
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from sysid_ros.core.stop_request import StopRequest
 
 __all__ = ["EMULATOR_CALLS", "OTHERS_PRIORITY", "main"]
 
@@ -55,10 +62,6 @@ loop is real-time: above every normal task, below the loop."""
 #: the emulated motors' methods a host may call (fault injection and inspection, for tests)
 EMULATOR_CALLS = frozenset({"inject_overtemperature", "cool_down", "motor_states"})
 _BATCH = 256  # events per write at most
-
-
-class _TerminateRequest(Exception):  # noqa: N818 (a request, not an error)
-    """SIGTERM: leave the request loop and shut down."""
 
 
 class _EventLog:
@@ -270,14 +273,18 @@ class Worker:
         self.events.put(("replay_done",))
 
     # ------------------------------------------------------------------------------ main loop
-    def serve(self) -> int:
-        """Answer requests until ``shutdown``, the host's end closing or SIGTERM; the motors are
-        disabled on every one of these paths. Returns the exit status."""
+    def serve(self, stop: StopRequest) -> int:
+        """Answer requests until ``shutdown``, the host's end closing or ``stop`` (SIGTERM); the
+        motors are disabled on every one of these paths. Returns the exit status."""
         calls = {"configure": self.configure, "activate": self.activate, "deactivate": self.deactivate,
                  "clear_fault": self.clear_fault, "status": self.status, "emulator": self.emulator}
         status = 0
         try:
             while True:
+                wait([self.rpc, stop])
+                if stop.is_requested():
+                    self.log.warning("bridge process: SIGTERM: disabling every motor")
+                    break
                 try:
                     seq, method, args = self.rpc.recv()
                 except (EOFError, OSError):
@@ -290,16 +297,12 @@ class Worker:
                     return 0
                 try:
                     value = calls[method](*args)
-                except _TerminateRequest:
-                    raise
                 except BaseException as exc:  # answered: the host decides (the node stays up)
                     if not _is_sysid_error(exc):
                         self.log.error("bridge process: %s failed:\n%s", method, traceback.format_exc())
                     self._reply((seq, "error", type(exc).__name__, str(exc)))
                     continue
                 self._reply((seq, "ok", value))
-        except _TerminateRequest:
-            self.log.warning("bridge process: SIGTERM: disabling every motor")
         except BaseException:
             traceback.print_exc()
             status = 1
@@ -354,12 +357,8 @@ def main(argv: list[str] | None = None) -> int:
               "sysid_ros.hardware.bridge_process.BridgeProcess)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def terminate(_signum, _frame) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the disable short
-        raise _TerminateRequest()
-
-    signal.signal(signal.SIGTERM, terminate)
+    stop = StopRequest()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.request())  # taken between requests
     _die_with_parent()
     parent = os.environ.get("SYSID_BRIDGE_HOST_PID", "")
     if parent.isdigit() and os.getppid() != int(parent):
@@ -369,7 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     one_thread_from_start()
     worker = Worker(Connection(int(argv[0])), Connection(int(argv[1])))
     worker.start()
-    return worker.serve()
+    status = worker.serve(stop)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # (the interpreter's exit would restore the default)
+    stop.close()
+    return status
 
 
 if __name__ == "__main__":

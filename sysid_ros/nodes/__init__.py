@@ -88,7 +88,7 @@ def spin(make_node: Callable, executor_factory: Callable, args=None) -> None:
     from rclpy.task import Future
 
     from sysid_ros.core.errors import SysIdError
-    from sysid_ros.nodes.stop_request import StopRequest
+    from sysid_ros.core.stop_request import StopRequest
 
     stop = StopRequest()  # (not a threading.Event: see stop_request)
     signals = (signal.SIGINT, signal.SIGTERM)
@@ -180,7 +180,7 @@ def _leave(status: int) -> None:
 def _stop_requester(stop):
     """A SIGINT/SIGTERM handler: the first signal asks :func:`spin` to stop, a later one says the
     node is already stopping. It takes no lock (it may run inside any code of the main thread:
-    :mod:`~sysid_ros.nodes.stop_request`)."""
+    :mod:`~sysid_ros.core.stop_request`)."""
 
     def handle(signum, _frame) -> None:
         if stop.is_requested():

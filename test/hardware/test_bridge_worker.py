@@ -7,12 +7,20 @@ errors come back as their own class with their message; deactivate disables ever
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
 
 import numpy as np
 import pytest
-from support.damiao_rig import CONFIG, N_JOINTS, RATE, wait_until
+from support.damiao_rig import CONFIG, N_JOINTS, RATE, ROOT, wait_until
 
 from sysid_ros.core.errors import SysIdError
 from sysid_ros.hardware.bridge_config import BridgeConfig, load_parameters
@@ -90,3 +98,68 @@ def test_a_bad_emulator_option_is_refused_by_the_worker_which_ends():
     with pytest.raises(SysIdError, match=r"expected a payload body=NAME,mass=KG,.*got '0.5kg somewhere'"):
         bridge.configure()
     assert bridge.pid is not None and not bridge.alive and not os.path.exists(f"/proc/{bridge.pid}")
+
+
+def test_a_sigterm_during_the_disable_after_the_host_went_away_does_not_cut_it_short():
+    """A killed host closes its end of the RPC socket first and Linux sends the worker its
+    ``PR_SET_PDEATHSIG`` SIGTERM a moment later, while the worker is disabling the motors. Here the
+    host (this test, speaking the worker's documented protocol) closes the socket, waits for the
+    worker's "host went away" line and then sends SIGTERMs until the worker ends: every motor is
+    disabled all the same (the emulated motors' states at stop all 0x0, not left enabled for their
+    CAN timeout) and the worker exits 0. (Seen in CI: a handler that raised landed inside the
+    disable; the motors stopped on their CAN timeout, state 0xD.)"""
+    rpc_host, rpc_worker = socket.socketpair()
+    stream_host, stream_worker = socket.socketpair()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", ""))
+                                                       if p), SYSID_BRIDGE_HOST_PID=str(os.getpid()))
+    fds = (rpc_worker.fileno(), stream_worker.fileno())
+    worker = subprocess.Popen([sys.executable, "-m", "sysid_ros.hardware.bridge_worker", *map(str, fds)],
+                              pass_fds=fds, stdin=subprocess.DEVNULL, env=env)
+    rpc_worker.close()
+    stream_worker.close()
+    rpc, stream = Connection(rpc_host.detach()), Connection(stream_host.detach())
+    lines: list[str] = []
+    samples = [0]
+
+    def read_stream() -> None:
+        while True:
+            try:
+                batch = stream.recv()
+            except (EOFError, OSError):
+                return
+            for event in batch:
+                if event[0] == "sample":
+                    samples[0] += 1
+                elif event[0] == "log":
+                    lines.append(event[2])
+
+    reader = threading.Thread(target=read_stream, daemon=True)
+    reader.start()
+    try:
+        for seq, (method, args) in enumerate((("configure", (_parameters(),)), ("activate", ()))):
+            rpc.send((seq, method, args))
+            assert rpc.poll(60.0), f"no answer to {method}"
+            answer = rpc.recv()
+            assert answer[:2] == (seq, "ok"), answer
+        assert wait_until(lambda: samples[0] > 50)  # the loop runs: the motors are enabled
+        rpc.close()  # the host is gone ...
+        assert wait_until(lambda: any("host process went away" in line for line in lines))
+        deadline = time.monotonic() + 30.0
+        while worker.poll() is None and time.monotonic() < deadline:  # ... and its death signal
+            with contextlib.suppress(ProcessLookupError):               # arrives during the disable
+                os.kill(worker.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(timeout=0.001)
+        assert worker.wait(timeout=30) == 0
+        reader.join(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        stream.close()
+    stop_line = [line for line in lines if line.startswith("emulator motor states at stop")]
+    assert stop_line == ["emulator motor states at stop: "
+                         + ", ".join(f"joint{i}=0x0" for i in range(1, N_JOINTS + 1))], lines[-10:]
+    assert any(line.startswith(f"all {N_JOINTS} motors disabled (") and "confirmed" in line
+               for line in lines), lines[-10:]
+    assert not any(line.startswith("shutdown: ") for line in lines), lines[-10:]

@@ -19,7 +19,7 @@ import pytest
 
 SCRIPT = r"""
 import signal, sys, threading
-from sysid_ros.nodes.stop_request import StopRequest
+from sysid_ros.core.stop_request import StopRequest
 
 kind = sys.argv[1]
 stop = StopRequest() if kind == "stop_request" else threading.Event()

@@ -1,7 +1,8 @@
 """A stop request that a signal handler, the main thread and other threads can make at any moment.
 
 :func:`sysid_ros.nodes.spin` waits in the main thread for the first SIGINT/SIGTERM or for the
-executor thread to end. A :class:`threading.Event` cannot serve here: Python runs a signal's
+executor thread to end; the bridge's loop process (:mod:`sysid_ros.hardware.bridge_worker`) waits
+for its host's next request or a SIGTERM. A :class:`threading.Event` cannot serve here: Python runs a signal's
 handler in the main thread between two bytecodes, also while that thread is inside
 ``Event.set``/``Event.wait`` holding the event's (non-reentrant) lock, and a handler that calls
 ``Event.set`` then waits for itself forever. Seen: ``sysid demo``'s two SIGINTs 1 ms apart left
@@ -9,7 +10,11 @@ the recorder deadlocked in its handler until it was killed, the bag unfinished.
 
 Here the request is a flag plus one byte written to a non-blocking pipe (no lock anywhere), and
 the waiter sleeps in ``select`` on the pipe: a signal interrupts it, the handler writes its byte,
-and the retried ``select`` (PEP 475) returns.
+and the retried ``select`` (PEP 475) returns. A handler that raises to break a wait is no better:
+the exception lands in whatever the main thread runs at that moment (seen: the bridge worker's
+motor-disabling shutdown, cut short by the SIGTERM Linux sends when the host dies, so the motors
+stopped on their CAN timeout instead). :meth:`StopRequest.fileno` lets the waiter select on the
+request beside its own sockets.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ class StopRequest:
 
     def is_requested(self) -> bool:
         return self._requested
+
+    def fileno(self) -> int:
+        """The pipe's read end: readable once requested (for ``select`` or
+        :func:`multiprocessing.connection.wait` beside other descriptors)."""
+        return self._read
 
     def wait(self) -> None:
         """Block until :meth:`request` has been called (signals' handlers run meanwhile)."""
