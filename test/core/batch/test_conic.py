@@ -63,7 +63,14 @@ def _agree(direct, reference, target, *, gap: tuple[float, float], theta_rel: fl
     # answer stays off the optimum by up to 3e-3 of max|θ| at default tolerances (test_interior)
     np.testing.assert_allclose(direct.theta, reference.theta, rtol=0,
                                atol=(3e-3 if theta_rel >= 1e-5 else 1e-5) * np.abs(reference.theta).max())
-    assert direct.binding() == reference.binding()
+    # the binding constraints agree, but for one held so weakly that relaxing it by the whole size
+    # of θ would change the objective by less than the solver's gap (multiplier·max|θ| below it):
+    # whether an answer touches such a bound or stops 1e-5 short is the solver's tolerance's call
+    # (seen: a mass bound with multiplier 1e-9, met exactly by one path, 7e-6 kg inside by the other)
+    budget = 2 * (gap[0] + gap[1] * reference.objective)
+    weak = {label for label, value in reference.multipliers.items()
+            if value * np.abs(reference.theta).max() <= budget}
+    assert set(direct.binding()) - weak == set(reference.binding()) - weak
     assert set(direct.multipliers) == set(reference.multipliers)
     for label in reference.binding():
         assert direct.multipliers[label] == pytest.approx(reference.multipliers[label], rel=1e-3)
