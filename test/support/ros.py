@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+
+def spin_in_background(executor) -> Callable[[], None]:
+    """Spin ``executor`` in a daemon thread of its own; returns ``stop()``: the executor shut down
+    and the thread joined (bounded), to call before the nodes and the context go. A thread still
+    spinning when its context shuts down raises ``RCLError: ... the given context is not valid`` in
+    that thread, which pytest then pins on whichever test runs next."""
+    import threading
+
+    thread = threading.Thread(target=executor.spin, name="test_spin", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        executor.shutdown()
+        thread.join(timeout=30.0)
+        if thread.is_alive():
+            raise RuntimeError("the executor's spin thread still runs 30 s after its shutdown")
+
+    return stop
+
 
 class SpinningNode:
     """A test's own ROS side: a context in ``domain_id``, one node spun by a background thread

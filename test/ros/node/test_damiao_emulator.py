@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 import pytest
 from support.damiao_rig import CONFIG
+from support.ros import spin_in_background
 
 from sysid_ros.core.sim.synthetic import Payload
 from sysid_ros.hardware.codec import (
@@ -422,7 +423,6 @@ def _ros():
 def test_node_in_process_truth_state_and_faults(ros_domain_id):
     """The node in a private context: latched truth with the payload, true joint states, CAN
     answers on its virtual channel, and fault commands on ~/fault (a bad one is only logged)."""
-    import threading
 
     rclpy, SingleThreadedExecutor, latched = _ros()
     from rclpy.parameter import Parameter
@@ -446,7 +446,6 @@ def test_node_in_process_truth_state_and_faults(ros_domain_id):
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
-    thread = threading.Thread(target=executor.spin, daemon=True)
     host = Host(name)
     got: dict = {}
     probe.create_subscription(ParameterEstimate, "/sim/true_parameters", lambda m: got.setdefault("truth", m),
@@ -454,7 +453,7 @@ def test_node_in_process_truth_state_and_faults(ros_domain_id):
     probe.create_subscription(JointState, "/damiao_emulator/joint_states",
                               lambda m: got.setdefault("state", m), qos_profile_sensor_data)
     faults = probe.create_publisher(String, "/damiao_emulator/fault", 10)
-    thread.start()
+    stop_spinning = spin_in_background(executor)
     emu = node.emulator
     try:
         assert emu.wait_for(lambda: "truth" in got and "state" in got, timeout=20.0)
@@ -473,10 +472,9 @@ def test_node_in_process_truth_state_and_faults(ros_domain_id):
         assert emu.wait_for(lambda: emu.motor(2).comm_lost, timeout=20.0)
         assert host.silent(REGISTER_REQUEST_ID, refresh_frame(2))
     finally:
-        executor.shutdown()
+        stop_spinning()
         node.destroy_node()
         probe.destroy_node()
         rclpy.try_shutdown(context=context)
-        thread.join(timeout=10)
         host.bus.shutdown()
     assert not emu.running

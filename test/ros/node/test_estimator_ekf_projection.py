@@ -6,12 +6,12 @@ report and an identified.xml."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from oracles.three_link_arm import three_link_arm
+from support.ros import spin_in_background
 from support.waits import wait_until
 
 rclpy = pytest.importorskip("rclpy")
@@ -61,7 +61,7 @@ def test_the_estimator_node_publishes_and_saves_the_projected_arm(tmp_path, ros_
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(client)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    stop_spinning = spin_in_background(executor)
     try:
         wait_until(lambda: node.backlog == 0 and estimates
                    and estimates[-1].sample_count == node.session.estimator.samples,
@@ -89,7 +89,7 @@ def test_the_estimator_node_publishes_and_saves_the_projected_arm(tmp_path, ros_
         written = RobotModel.from_mjcf(str(mjcf), joint_terms=joint_terms(FRICTION, False))
         np.testing.assert_allclose(written.nominal, saved, rtol=1e-6, atol=1e-9)
     finally:
-        executor.shutdown()
+        stop_spinning()
         node.destroy_node()
         client.destroy_node()
         rclpy.try_shutdown(context=context)

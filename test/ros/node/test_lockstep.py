@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from support.robots import DEFAULT_ROBOT
+from support.ros import spin_in_background
 
 from sysid_ros.nodes.lockstep import ReadySignal
 from sysid_ros.nodes.processes import NodeProcess
@@ -64,7 +65,7 @@ def _run(domain_id: int, slow: bool, log_dir) -> list:
     consumer = _Consumer(context, slow)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(consumer.node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    stop_spinning = spin_in_background(executor)
     procs = []
     try:
         procs.append(NodeProcess("trajectory_publisher", config="trajectory_publisher", domain_id=domain_id,
@@ -85,7 +86,7 @@ def _run(domain_id: int, slow: bool, log_dir) -> list:
             assert time.monotonic() < deadline, f"{SIM_SECONDS} s simulated not reached in {TIMEOUT} s"
     finally:
         codes = [p.stop() for p in procs]
-        executor.shutdown()
+        stop_spinning()
         rclpy.try_shutdown(context=context)
     assert codes == [0, 0], [p.output[-2000:] for p in procs]
     return [s for s in consumer.samples if s[0] <= SIM_SECONDS * 1e9]

@@ -6,8 +6,6 @@ colours — what Foxglove draws from the bag."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 import rclpy
@@ -15,6 +13,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rosbags.rosbag2 import Reader
 from support.robots import TEST_ROBOTS
+from support.ros import spin_in_background
 from support.waits import wait_until
 
 from sysid_ros.core.data.bag import typestore
@@ -42,6 +41,7 @@ def test_marker_array_round_trips_through_a_recorded_mcap_bag(tmp_path, ros_doma
     rclpy.init(context=context, domain_id=ros_domain_id)
     executor = MultiThreadedExecutor(context=context)
     recorder = publisher = None
+    stop_spinning = executor.shutdown  # until a thread spins it
     try:
         bag = tmp_path / "markers"
         recorder = RecorderNode(context=context, parameter_overrides=[
@@ -51,13 +51,13 @@ def test_marker_array_round_trips_through_a_recorded_mcap_bag(tmp_path, ros_doma
         pub = publisher.create_publisher(MarkerArray, "~/markers", LATCHED)
         executor.add_node(recorder)
         executor.add_node(publisher)
-        threading.Thread(target=executor.spin, daemon=True).start()
+        stop_spinning = spin_in_background(executor)
         pub.publish(sent)  # latched: the recorder gets it whenever it subscribes
         wait_until(lambda: TOPIC in recorder._stats and recorder._stats[TOPIC].written >= 1, 60,
                    "the markers written into the bag")
         path = recorder.finish()
     finally:
-        executor.shutdown()
+        stop_spinning()
         for node in (recorder, publisher):
             if node is not None:
                 node.destroy_node()

@@ -17,6 +17,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from support.robots import DEFAULT_ROBOT
+from support.ros import spin_in_background
 from support.waits import wait_with_nodes
 from sysid_ros.msg import MotorCommand, ParameterEstimate
 
@@ -57,8 +58,7 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
     node.create_subscription(ParameterEstimate, "/estimator/estimate", estimates.append, 10)
     node.create_subscription(Bool, "/trajectory_publisher/done", lambda m: m.data and done.set(), LATCHED)
     bad_command = node.create_publisher(MotorCommand, "/motor_command", 10)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    stop_spinning = spin_in_background(executor)
     procs: dict[str, NodeProcess] = {}
     try:
         for name, overrides in specs.items():  # consumers first, the simulator last
@@ -99,7 +99,7 @@ def test_processes_converge_record_and_exit_cleanly(tmp_path, ros_domain_id):
         codes = {name: p.stop() for name, p in procs.items()}
         for name, p in procs.items():  # shown by pytest if the test fails
             print(f"==== {name} (exit {codes[name]})\n{p.output[-3000:]}")
-        executor.shutdown()
+        stop_spinning()
         rclpy.try_shutdown(context=context)
     assert codes == dict.fromkeys(specs, 0), {n: procs[n].output[-1500:] for n, c in codes.items() if c}
     assert "command rejected" in procs["mujoco_sim"].output and "elbow" in procs["mujoco_sim"].output
